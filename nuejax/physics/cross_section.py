@@ -175,12 +175,14 @@ def bks_qed_functions(T, E):
               - \tfrac{\beta}{12}[\ln z + (1-z)(115 - 109z)/6]\} \\
         f_\pm &= 2hu
 
-    Arguments must lie in the physical region; :math:`T` is guarded below by 0.1 eV and the
+    Arguments must lie in the physical region; :math:`T` is guarded below by
+    :math:`\min(0.1\,\mathrm{eV}, T_{max}/2)` and the
     argument of :math:`u` (which vanishes at :math:`T_{max}`, the integrable soft-photon
     logarithm) by 1e-15, so the result is finite everywhere.
     """
-    T = jnp.maximum(jnp.asarray(T), _T_GUARD)
     E = jnp.asarray(E)
+    # The guard must stay inside the kinematic range even for E ~ 1e-7 MeV, hence the min.
+    T = jnp.maximum(jnp.asarray(T), jnp.minimum(_T_GUARD, 0.5 * t_max(E)))
     Ee = T + M_E
     l = jnp.sqrt(T * (T + 2.0 * M_E))
     beta = l / Ee

@@ -210,20 +210,21 @@ def differential_rate(source: SolarSource, T, physics: NewPhysics = NewPhysics()
 
 def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
                osc: OscillationParams = OscillationParams(), *, threshold=0.0,
-               n_electrons: float = N_E_PER_100T, radiative: bool = True, n_quad: int = 64):
+               n_electrons: float = N_E_PER_100T, radiative: bool = True, n_quad: int = 256):
     r"""Event rate above the recoil ``threshold`` [MeV] in counts/day for ``n_electrons`` targets
     (default 3.307e31, i.e. counts/(day·100 t)).
 
     :math:`R = N_e \Phi_k \sum_\alpha \int dE\,\lambda_k \bar P_{e\alpha}\,\sigma_\alpha(E; T > T_{th})`,
     with :math:`\sigma_\alpha` from :func:`~nuejax.physics.cross_section.sigma_total` — a route
-    independent of :func:`binned_recoil_spectrum` (the tests compare the two). A non-zero
+    independent of :func:`binned_recoil_spectrum` (the tests compare the two). ``n_quad`` nodes
+    for the neutrino-energy integral (the recoil integral uses 64, converged to 1e-9). A non-zero
     magnetic moment needs ``threshold > 0`` (its :math:`1/T` rate diverges at zero threshold).
     """
     dtype = source.energies.dtype
     th = jnp.asarray(threshold, dtype=dtype)
     table = _weighted_flavour_table(source, osc)
     if source.is_line:
-        sig = sigma_total(source.energies, physics, T_min=th, radiative=radiative, n_quad=n_quad)
+        sig = sigma_total(source.energies, physics, T_min=th, radiative=radiative)
         cross = jnp.sum(sig * table)
     else:
         x, w = _gauss_legendre_regularised(n_quad)
@@ -231,6 +232,6 @@ def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
         lo = jnp.minimum(e_min(th), e_end)
         E = lo + (e_end - lo) * x
         g = _interp_uniform(E, source.energies, table)
-        sig = sigma_total(E, physics, T_min=th, radiative=radiative, n_quad=n_quad)
+        sig = sigma_total(E, physics, T_min=th, radiative=radiative)
         cross = jnp.sum((e_end - lo) * w[:, None] * g * sig)
     return rate_per_day_factor(source, n_electrons) * cross

@@ -1,0 +1,37 @@
+"""Rate summary of all solar components (the table printed by ``nuejax rates``)."""
+
+from __future__ import annotations
+
+import jax
+
+from ..constants import N_E_PER_100T
+from .cross_section import NewPhysics
+from .oscillation import OscillationParams
+from .solar import CNO_NAMES, COMPONENT_NAMES
+from .spectra import build_source, event_rate
+
+__all__ = ["component_rates"]
+
+_event_rate = jax.jit(event_rate, static_argnames=("radiative", "n_quad"))
+
+
+def component_rates(physics: NewPhysics = NewPhysics(), osc: OscillationParams = OscillationParams(), *,
+                    solar_model: str = "gs98", radiative: bool = True, threshold: float = 0.0,
+                    n_electrons: float = N_E_PER_100T, dtype=None) -> dict[str, float]:
+    """Event rate of every component above ``threshold`` [MeV], counts/day for ``n_electrons``
+    targets (default: counts/(day·100 t)); ⁷Be is the sum of its two lines and ``CNO`` the sum of
+    ¹³N, ¹⁵O and ¹⁷F. Keys: ``pp, pep, hep, 7Be, 8B, 13N, 15O, 17F, CNO``.
+    """
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0 MeV, got {threshold}")
+    mu = jax.numpy.asarray(physics.mu_nu)
+    if threshold == 0 and bool(jax.numpy.any(mu != 0)):
+        raise ValueError("a non-zero magnetic moment gives an infinite rate at zero threshold "
+                         "(the 1/T cross section); set a recoil threshold > 0")
+    rates = {}
+    for name in COMPONENT_NAMES:
+        src = build_source(name, solar_model=solar_model, dtype=dtype)
+        r = _event_rate(src, physics, osc, threshold=threshold, n_electrons=n_electrons, radiative=radiative)
+        rates[name] = float(r)
+    rates["CNO"] = sum(rates[n] for n in CNO_NAMES)
+    return rates
