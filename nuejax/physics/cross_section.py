@@ -23,6 +23,7 @@ neither values nor gradients are NaN at :math:`T = 0` or :math:`T = T_{max}`.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -59,6 +60,9 @@ _T_GUARD = 1e-7
 #: Lower guard on the argument of u = ln(1 - z - m_e/(E_e + l)), which vanishes at T = T_max
 #: (the integrable soft-photon logarithm of BKS).
 _U_GUARD = 1e-15
+#: sqrt(pi r_e^2 / sigma0): multiplies mu_nu [mu_B] so that its square is the magnetic-moment
+#: cross section in units of SIGMA0_PER_MEV x MeV.
+_MM_SCALE_SIGMA0 = math.sqrt(PI_RE2_CM2 / SIGMA0_PER_MEV)
 
 
 class NewPhysics(NamedTuple):
@@ -220,7 +224,7 @@ def _eps(x):
 
 
 def dsigma_dT_weak(T, E, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), *, radiative=True,
-                   sw2=SW2_LOW_ENERGY):
+                   sw2=SW2_LOW_ENERGY, in_sigma0_units=False):
     r"""Weak (SM + flavour-diagonal NSI) :math:`d\sigma_\alpha/dT` in cm^2/MeV, shape ``(..., 3)``.
 
     ``radiative=False``: paper Eqs. (sm_cross_section), (g_tilde), (xs_nsi) with tree couplings at
@@ -234,6 +238,8 @@ def dsigma_dT_weak(T, E, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), *, radiat
         - \tilde g_L \tilde g_R \tfrac{m_e z}{E}(1 + \tfrac\alpha\pi f_\pm)\Big].
 
     ``T`` and ``E`` [MeV] broadcast against each other; zero outside :math:`0 \le T \le T_{max}(E)`.
+    ``in_sigma0_units=True`` returns the result in units of :data:`SIGMA0_PER_MEV`
+    (:math:`2G_F^2 m_e/\pi` = 1.72e-44 cm^2/MeV) -- needed in float32, whose range ends near 1e-38.
     """
     valid, T_s, E_s = _kinematics(T, E)
     eps_L = _eps(eps_L)
@@ -250,35 +256,41 @@ def dsigma_dT_weak(T, E, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), *, radiat
         k_minus = k_plus = k_pm = 1.0
     gL = gL + eps_L
     gR = gR + eps_R
-    xs = SIGMA0_PER_MEV * (
-        gL**2 * k_minus + gR**2 * (1.0 - z) ** 2 * k_plus - gL * gR * (M_E * z / Ev) * k_pm
-    )
-    return jnp.where(valid[..., None], xs, 0.0)
+    xs = gL**2 * k_minus + gR**2 * (1.0 - z) ** 2 * k_plus - gL * gR * (M_E * z / Ev) * k_pm
+    unit = 1.0 if in_sigma0_units else SIGMA0_PER_MEV
+    return jnp.where(valid[..., None], unit * xs, 0.0)
 
 
-def dsigma_dT_mm(T, E, mu_nu):
+def dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
     r"""Magnetic-moment cross section, paper Eq. (xs_mm), in cm^2/MeV, shape ``(..., 3)``.
 
     :math:`\frac{\pi\alpha^2}{m_e^2}(\mu_\nu/\mu_B)^2(1/T - 1/E)` for :math:`0 < T \le T_{max}(E)`,
     zero elsewhere (including :math:`T = 0`, where the density diverges). ``mu_nu`` in units of
     :math:`\mu_B`: a scalar (flavour-universal effective moment) or shape ``(3,)``.
+    ``in_sigma0_units`` as in :func:`dsigma_dT_weak`.
     """
     valid, T_s, E_s = _kinematics(T, E)
     valid = valid & (jnp.asarray(T) > 0.0)
-    mu = jnp.broadcast_to(_eps(mu_nu), (3,))
-    shape = PI_RE2_CM2 * (1.0 / T_s - 1.0 / E_s)
+    T_s = jnp.where(valid, T_s, 0.5 * t_max(E_s))  # keep 1/T finite where masked (NaN-free grad)
+    # Scale mu before squaring: (3e-11)^2 ~ 1e-21 and pi r_e^2 ~ 2.5e-25 cm^2 are both hostile
+    # to float32, their product in sigma0 units is O(0.01).
+    scale = _MM_SCALE_SIGMA0 if in_sigma0_units else math.sqrt(PI_RE2_CM2)
+    mu = jnp.broadcast_to(_eps(mu_nu), (3,)) * scale
+    shape = 1.0 / T_s - 1.0 / E_s
     return jnp.where(valid[..., None], shape[..., None] * mu**2, 0.0)
 
 
-def dsigma_dT(T, E, physics: NewPhysics = NewPhysics(), *, radiative=True, sw2=SW2_LOW_ENERGY):
+def dsigma_dT(T, E, physics: NewPhysics = NewPhysics(), *, radiative=True, sw2=SW2_LOW_ENERGY,
+              in_sigma0_units=False):
     r"""Total :math:`d\sigma_\alpha/dT` for each incident flavour, paper Eq. (xs_total) [cm^2/MeV].
 
     Weak part (:func:`dsigma_dT_weak`, BKS by default, NSI-shifted) plus the incoherent
     magnetic-moment part (:func:`dsigma_dT_mm`). Output shape ``broadcast(T, E).shape + (3,)``,
     flavours ordered :math:`e, \mu, \tau`.
     """
-    xs = dsigma_dT_weak(T, E, physics.eps_L, physics.eps_R, radiative=radiative, sw2=sw2)
-    return xs + dsigma_dT_mm(T, E, physics.mu_nu)
+    xs = dsigma_dT_weak(T, E, physics.eps_L, physics.eps_R, radiative=radiative, sw2=sw2,
+                        in_sigma0_units=in_sigma0_units)
+    return xs + dsigma_dT_mm(T, E, physics.mu_nu, in_sigma0_units=in_sigma0_units)
 
 
 def _gauss_legendre_regularised(n):
@@ -295,11 +307,12 @@ def _gauss_legendre_regularised(n):
 
 
 def sigma_total(E, physics: NewPhysics = NewPhysics(), *, T_min=0.0, radiative=True,
-                sw2=SW2_LOW_ENERGY, n_quad=64):
+                sw2=SW2_LOW_ENERGY, n_quad=64, in_sigma0_units=False):
     r"""Integrated cross section :math:`\int_{T_{min}}^{T_{max}(E)} d\sigma_\alpha/dT\,dT` [cm^2].
 
     Gauss-Legendre quadrature (``n_quad`` nodes, end-point regularised) of :func:`dsigma_dT`.
-    Returns shape ``E.shape + (3,)``. With a non-zero magnetic moment ``T_min`` must be > 0
+    Returns shape ``E.shape + (3,)`` (in units of :data:`SIGMA0_PER_MEV` x MeV if
+    ``in_sigma0_units``). With a non-zero magnetic moment ``T_min`` must be > 0
     (the :math:`1/T` term diverges logarithmically).
     """
     E = jnp.asarray(E)
@@ -308,5 +321,5 @@ def sigma_total(E, physics: NewPhysics = NewPhysics(), *, T_min=0.0, radiative=T
     hi = jnp.maximum(t_max(E), lo)
     width = hi - lo
     T = lo[..., None] + width[..., None] * x
-    xs = dsigma_dT(T, E[..., None], physics, radiative=radiative, sw2=sw2)
+    xs = dsigma_dT(T, E[..., None], physics, radiative=radiative, sw2=sw2, in_sigma0_units=in_sigma0_units)
     return jnp.einsum("...q,...qf->...f", width[..., None] * w, xs)

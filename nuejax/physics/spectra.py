@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..constants import N_E_PER_100T, SECONDS_PER_DAY
+from ..constants import N_E_PER_100T, SECONDS_PER_DAY, SIGMA0_PER_MEV
 from ..precision import resolve_dtype
 from .cross_section import (
     NewPhysics,
@@ -133,17 +133,20 @@ def _weighted_flavour_table(source: SolarSource, osc: OscillationParams):
 
 
 def recoil_spectrum(source: SolarSource, T, physics: NewPhysics = NewPhysics(),
-                    osc: OscillationParams = OscillationParams(), *, radiative: bool = True, n_quad: int = 48):
+                    osc: OscillationParams = OscillationParams(), *, radiative: bool = True, n_quad: int = 48,
+                    in_sigma0_units: bool = False):
     r"""Recoil spectrum per unit flux :math:`f_T^{(k)}(T)` [cm^2/MeV], paper Eq. (fT).
 
     ``T`` [MeV] may have any shape; the result has the same shape. Pure in ``physics`` and ``osc``
     (``jit``/``vmap``/``grad``-safe). ``n_quad`` is the number of Gauss-Legendre nodes of the
-    neutrino-energy integral of a continuum.
+    neutrino-energy integral of a continuum. ``in_sigma0_units=True`` gives the result in units of
+    :math:`2G_F^2m_e/\pi` = 1.72e-44 cm^2/MeV instead of cm^2/MeV (required in float32).
     """
+    kw = dict(radiative=radiative, in_sigma0_units=in_sigma0_units)
     T = jnp.asarray(T, dtype=source.energies.dtype)
     table = _weighted_flavour_table(source, osc)
     if source.is_line:
-        xs = dsigma_dT(T[..., None], source.energies, physics, radiative=radiative)  # (..., L, 3)
+        xs = dsigma_dT(T[..., None], source.energies, physics, **kw)  # (..., L, 3)
         return jnp.einsum("...lf,lf->...", xs, table)
     e_end = source.energies[-1]
     x, w = _gauss_legendre_regularised(n_quad)
@@ -151,7 +154,7 @@ def recoil_spectrum(source: SolarSource, T, physics: NewPhysics = NewPhysics(),
     width = e_end - lo
     E = lo[..., None] + width[..., None] * x  # (..., q)
     g = _interp_uniform(E, source.energies, table)  # (..., q, 3)
-    xs = dsigma_dT(T[..., None], E, physics, radiative=radiative)  # (..., q, 3)
+    xs = dsigma_dT(T[..., None], E, physics, **kw)  # (..., q, 3)
     return jnp.einsum("...q,...qf,...qf->...", width[..., None] * w, g, xs)
 
 
@@ -166,18 +169,21 @@ def uniform_recoil_edges(t_hi: float, n_T: int = 2000, t_lo: float = 0.0, dtype=
 
 def binned_recoil_spectrum(source: SolarSource, edges, physics: NewPhysics = NewPhysics(),
                            osc: OscillationParams = OscillationParams(), *, mode: str = "integral",
-                           radiative: bool = True, n_quad: int = 48, n_bin_quad: int = 6):
+                           radiative: bool = True, n_quad: int = 48, n_bin_quad: int = 6,
+                           in_sigma0_units: bool = False):
     r"""Recoil spectrum on the bins ``edges`` (n_T + 1,).
 
     ``mode='midpoint'``: :math:`f_T(T_l)` at the bin centres [cm^2/MeV], the representative value
     of paper Eqs. (fT)-(reweight_factor). ``mode='integral'``: :math:`\int_{bin} f_T\,dT` [cm^2],
     by a ``n_bin_quad``-node Gauss-Legendre rule per bin, with each line's bins cut at its
-    kinematic end point so that the step there is integrated exactly.
+    kinematic end point so that the step there is integrated exactly. ``in_sigma0_units`` as in
+    :func:`recoil_spectrum`.
     """
+    kw = dict(radiative=radiative, in_sigma0_units=in_sigma0_units)
     edges = jnp.asarray(edges, dtype=source.energies.dtype)
     lo, hi = edges[:-1], edges[1:]
     if mode == "midpoint":
-        return recoil_spectrum(source, 0.5 * (lo + hi), physics, osc, radiative=radiative, n_quad=n_quad)
+        return recoil_spectrum(source, 0.5 * (lo + hi), physics, osc, n_quad=n_quad, **kw)
     if mode != "integral":
         raise ValueError(f"mode must be 'midpoint' or 'integral', not {mode!r}")
     x, w = _gauss_legendre_regularised(n_bin_quad)
@@ -186,26 +192,31 @@ def binned_recoil_spectrum(source: SolarSource, edges, physics: NewPhysics = New
         hi_l = jnp.clip(t_max(source.energies)[:, None], lo, hi)  # (L, n_T)
         width = hi_l - lo
         T = lo[:, None] + width[..., None] * x  # (L, n_T, b)
-        xs = dsigma_dT(T, source.energies[:, None, None], physics, radiative=radiative)  # (L, n_T, b, 3)
+        xs = dsigma_dT(T, source.energies[:, None, None], physics, **kw)  # (L, n_T, b, 3)
         return jnp.einsum("lnb,lnbf,lf->n", width[..., None] * w, xs, table)
     hi_c = jnp.clip(source.t_end, lo, hi)
     width = hi_c - lo
     T = lo[:, None] + width[:, None] * x
-    f = recoil_spectrum(source, T, physics, osc, radiative=radiative, n_quad=n_quad)
+    f = recoil_spectrum(source, T, physics, osc, n_quad=n_quad, **kw)
     return jnp.sum(width[:, None] * w * f, axis=-1)
 
 
-def rate_per_day_factor(source: SolarSource, n_electrons: float = N_E_PER_100T):
-    """:math:`N_e\\,\\Phi_k\\,\\times 86400` s/day: multiplies a cross section [cm^2] into counts/day."""
-    return n_electrons * source.flux * SECONDS_PER_DAY
+def rate_per_day_factor(source: SolarSource, n_electrons: float = N_E_PER_100T, *, in_sigma0_units: bool = False):
+    """:math:`N_e\\,\\Phi_k\\,\\times 86400` s/day: multiplies a cross section [cm^2] into counts/day.
+
+    With ``in_sigma0_units`` it multiplies a cross section in units of ``SIGMA0_PER_MEV`` x MeV
+    (the combined prefactor is O(1e2): safe in float32).
+    """
+    unit = n_electrons * SECONDS_PER_DAY * (SIGMA0_PER_MEV if in_sigma0_units else 1.0)
+    return unit * source.flux
 
 
 def differential_rate(source: SolarSource, T, physics: NewPhysics = NewPhysics(),
                       osc: OscillationParams = OscillationParams(), *, n_electrons: float = N_E_PER_100T,
                       radiative: bool = True, n_quad: int = 48):
     """:math:`dR/dT` [counts/(day·MeV)] for ``n_electrons`` targets (default: per 100 t), Eq. (rate_sm)."""
-    f = recoil_spectrum(source, T, physics, osc, radiative=radiative, n_quad=n_quad)
-    return rate_per_day_factor(source, n_electrons) * f
+    f = recoil_spectrum(source, T, physics, osc, radiative=radiative, n_quad=n_quad, in_sigma0_units=True)
+    return rate_per_day_factor(source, n_electrons, in_sigma0_units=True) * f
 
 
 def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
@@ -224,7 +235,7 @@ def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
     th = jnp.asarray(threshold, dtype=dtype)
     table = _weighted_flavour_table(source, osc)
     if source.is_line:
-        sig = sigma_total(source.energies, physics, T_min=th, radiative=radiative)
+        sig = sigma_total(source.energies, physics, T_min=th, radiative=radiative, in_sigma0_units=True)
         cross = jnp.sum(sig * table)
     else:
         x, w = _gauss_legendre_regularised(n_quad)
@@ -232,6 +243,6 @@ def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
         lo = jnp.minimum(e_min(th), e_end)
         E = lo + (e_end - lo) * x
         g = _interp_uniform(E, source.energies, table)
-        sig = sigma_total(E, physics, T_min=th, radiative=radiative)
+        sig = sigma_total(E, physics, T_min=th, radiative=radiative, in_sigma0_units=True)
         cross = jnp.sum((e_end - lo) * w[:, None] * g * sig)
-    return rate_per_day_factor(source, n_electrons) * cross
+    return rate_per_day_factor(source, n_electrons, in_sigma0_units=True) * cross
