@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from nuejax.cli import main
-from nuejax.physics import NewPhysics, component_rates
+from nuejax.physics import NewPhysics, binned_recoil_spectrum, build_source, component_rates, uniform_recoil_edges
+from nuejax.physics.spectra import rate_per_day_factor
 
 KEYS = ["pp", "pep", "hep", "7Be", "8B", "13N", "15O", "17F", "CNO"]
 
@@ -50,7 +51,11 @@ def test_options_change_rates_in_the_expected_direction(capsys):
     base = component_rates()
     assert tree["7Be"] > base["7Be"]  # BKS corrections lower the nu_e rate by ~3 %
     assert nsi["7Be"] > base["7Be"]  # eps_ee^L > 0 raises g_L^e
-    assert th["pp"] < 1.0 and th["7Be"] < base["7Be"]
+    # threshold: equals the binned-spectrum route summed over 1 keV bins above 0.2 MeV
+    pp = build_source("pp")
+    bins = binned_recoil_spectrum(pp, uniform_recoil_edges(0.4, 400))
+    assert th["pp"] == pytest.approx(float(rate_per_day_factor(pp) * bins[200:].sum()), rel=1e-5)
+    assert th["7Be"] < base["7Be"]
     assert all(mm[k] > th[k] for k in KEYS)
     expected = component_rates(NewPhysics(mu_nu=3e-11), threshold=0.2)
     assert mm == pytest.approx(expected, rel=1e-12)
