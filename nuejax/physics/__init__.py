@@ -21,13 +21,14 @@ from .oscillation import (
     production_profile,
     survival_probability,
 )
-from .solar import CNO_NAMES, COMPONENT_NAMES, COMPONENTS, SOLAR_MODELS, flux, get_component
+from .solar import CNO_NAMES, COMPONENT_NAMES, COMPONENTS, SOLAR_MODELS, SUBCOMPONENT_NAMES, flux, get_component
 from .spectra import (
     SolarSource,
     binned_recoil_spectrum,
     build_source,
     differential_rate,
     event_rate,
+    recoil_bin_quadrature,
     recoil_spectrum,
     uniform_recoil_edges,
 )

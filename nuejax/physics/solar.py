@@ -27,6 +27,8 @@ __all__ = [
     "COMPONENTS",
     "COMPONENT_NAMES",
     "CNO_NAMES",
+    "SUBCOMPONENT_NAMES",
+    "split_subcomponent",
     "SOLAR_MODELS",
     "get_component",
     "flux",
@@ -59,6 +61,7 @@ class SolarComponent:
     table: str | None = None
     endpoint: float | None = None
     beta: tuple | None = None
+    line_labels: tuple = ()
 
     @property
     def is_line(self) -> bool:
@@ -69,10 +72,11 @@ COMPONENTS: dict[str, SolarComponent] = {
     c.name: c
     for c in (
         SolarComponent("pp", 0, 1e10, 4, table="pp_shape.csv", endpoint=0.42341, beta=(0.42341, 1, 2)),
-        SolarComponent("pep", 1, 1e8, 5, lines=((1.442, 1.0),)),
+        SolarComponent("pep", 1, 1e8, 5, lines=((1.442, 1.0),), line_labels=("pep",)),
         SolarComponent("hep", 2, 1e3, 6, table="hep_shape.csv", endpoint=18.784),
         # 7Be: 0.8613 MeV (ground state, 89.56 %) and 0.3843 MeV (excited state, 10.44 %).
-        SolarComponent("7Be", 3, 1e9, 7, lines=((0.8613, 0.8956), (0.3843, 0.1044))),
+        SolarComponent("7Be", 3, 1e9, 7, lines=((0.8613, 0.8956), (0.3843, 0.1044)),
+                       line_labels=("7Be_862", "7Be_384")),
         # The Winter et al. table is cut at 15.2 MeV (next row 0 at 15.3 MeV).
         SolarComponent("8B", 4, 1e6, 8, table="8B_shape_Winter_et_al.csv", endpoint=15.3),
         SolarComponent("13N", 5, 1e8, 9, table="n13_shape.csv", endpoint=1.1990, beta=(1.1990, 6, 13)),
@@ -82,6 +86,17 @@ COMPONENTS: dict[str, SolarComponent] = {
 }
 COMPONENT_NAMES = tuple(COMPONENTS)
 CNO_NAMES = ("13N", "15O", "17F")
+#: The reweighted spectra of the paper's workload: every continuum, and every line on its own.
+SUBCOMPONENT_NAMES = ("pp", "pep", "hep", "7Be_862", "7Be_384", "8B", "13N", "15O", "17F")
+
+
+def split_subcomponent(label: str) -> tuple[str, int | None]:
+    """``'7Be_384'`` -> ``('7Be', 1)``; ``'pp'`` -> ``('pp', None)``."""
+    for comp in COMPONENTS.values():
+        if label in comp.line_labels and len(comp.lines) > 1:
+            return comp.name, comp.line_labels.index(label)
+    get_component(label)
+    return label, None
 
 
 def get_component(name: str) -> SolarComponent:

@@ -40,13 +40,14 @@ from .cross_section import (
     t_max,
 )
 from .oscillation import OscillationParams, ProductionProfile, flavour_probabilities, production_profile
-from .solar import get_component, flux as solar_flux, spectrum_on_grid
+from .solar import flux as solar_flux, get_component, spectrum_on_grid, split_subcomponent
 
 __all__ = [
     "SolarSource",
     "build_source",
     "recoil_spectrum",
     "binned_recoil_spectrum",
+    "recoil_bin_quadrature",
     "uniform_recoil_edges",
     "differential_rate",
     "event_rate",
@@ -83,18 +84,23 @@ class SolarSource:
 def build_source(name: str, *, solar_model: str = "gs98", n_E: int = 1000, shape_source: str = "table",
                  dtype=None) -> SolarSource:
     """Build the fixed tensors of component ``name`` (``pp``, ``pep``, ``hep``, ``7Be``, ``8B``,
-    ``13N``, ``15O``, ``17F``) for ``solar_model`` (``gs98`` or ``agss09``).
+    ``13N``, ``15O``, ``17F``) for ``solar_model`` (``gs98`` or ``agss09``). A single ⁷Be line is
+    ``7Be_862`` or ``7Be_384``: its flux is the ⁷Be flux times the line's branching ratio.
 
     ``n_E`` is the size of the uniform neutrino-energy grid of a continuum (ignored for lines);
     ``shape_source`` chooses the tabulated spectrum (default) or, for pp and CNO, the analytic
     allowed β⁺ shape. ``dtype`` defaults to float64 (see :mod:`nuejax.precision`).
     """
     dt = resolve_dtype(dtype)
-    comp = get_component(name)
-    phi, dphi = solar_flux(name, solar_model)
+    parent, line = split_subcomponent(name)
+    comp = get_component(parent)
+    phi, dphi = solar_flux(parent, solar_model)
     if comp.is_line:
         energies = np.array([e for e, _ in comp.lines])
         weights = np.array([b for _, b in comp.lines])
+        if line is not None:
+            phi *= weights[line]
+            energies, weights = energies[line:line + 1], np.ones(1)
     else:
         if n_E < 16:
             raise ValueError(f"n_E={n_E} is too small for the neutrino-energy grid of {name} (need >= 16)")
@@ -103,7 +109,7 @@ def build_source(name: str, *, solar_model: str = "gs98", n_E: int = 1000, shape
     return SolarSource(
         energies=jnp.asarray(energies, dtype=dt),
         weights=jnp.asarray(weights, dtype=dt),
-        profile=production_profile(name, solar_model, dtype=dt),
+        profile=production_profile(parent, solar_model, dtype=dt),
         flux=jnp.asarray(phi, dtype=dt),
         flux_uncertainty=dphi,
         name=name,
@@ -167,6 +173,40 @@ def uniform_recoil_edges(t_hi: float, n_T: int = 2000, t_lo: float = 0.0, dtype=
     return jnp.asarray(np.linspace(t_lo, t_hi, n_T + 1), dtype=resolve_dtype(dtype))
 
 
+def recoil_bin_quadrature(source: SolarSource, edges, physics: NewPhysics = NewPhysics(),
+                          osc: OscillationParams = OscillationParams(), *, radiative: bool = True,
+                          n_quad: int = 48, n_bin_quad: int = 6, n_sub: int = 1,
+                          in_sigma0_units: bool = False):
+    r"""Quadrature nodes of every recoil bin, weighted by the recoil spectrum.
+
+    Returns ``(T, wf)``, both of shape ``(L, n_T, n_sub * n_bin_quad)`` (``L`` = number of lines,
+    1 for a continuum), such that for any function ``g``
+    :math:`\int_{bin\ i} f_T(T)\,g(T)\,dT \approx \sum_{l,q} wf[l,i,q]\,g(T[l,i,q])`.
+    Each bin is split into ``n_sub`` equal panels with an ``n_bin_quad``-node end-point
+    regularised Gauss-Legendre rule; a line's bins are cut at its :math:`T_{max}` (and a
+    continuum's at :math:`T_{max}(E_{end})`) so the kinematic step is integrated exactly. This is
+    how the joint response :math:`\int_{bin} f_T P(N_p|T) dT` of paper Eq. (Rij) is formed.
+    """
+    kw = dict(radiative=radiative, in_sigma0_units=in_sigma0_units)
+    edges = jnp.asarray(edges, dtype=source.energies.dtype)
+    lo, hi = edges[:-1], edges[1:]
+    x, w = _gauss_legendre_regularised(n_bin_quad)
+    k = np.arange(n_sub)[:, None]
+    x = ((k + x) / n_sub).ravel()
+    w = np.broadcast_to(w / n_sub, (n_sub, n_bin_quad)).ravel()
+    ends = t_max(source.energies) if source.is_line else source.t_end[None]
+    width = jnp.clip(ends[:, None], lo, hi) - lo  # (L, n_T)
+    T = lo[:, None] + width[..., None] * x  # (L, n_T, q)
+    W = width[..., None] * w
+    if source.is_line:
+        table = _weighted_flavour_table(source, osc)
+        xs = dsigma_dT(T, source.energies[:, None, None], physics, **kw)  # (L, n_T, q, 3)
+        f = jnp.einsum("lnqf,lf->lnq", xs, table)
+    else:
+        f = recoil_spectrum(source, T, physics, osc, n_quad=n_quad, **kw)
+    return T, W * f
+
+
 def binned_recoil_spectrum(source: SolarSource, edges, physics: NewPhysics = NewPhysics(),
                            osc: OscillationParams = OscillationParams(), *, mode: str = "integral",
                            radiative: bool = True, n_quad: int = 48, n_bin_quad: int = 6,
@@ -175,30 +215,17 @@ def binned_recoil_spectrum(source: SolarSource, edges, physics: NewPhysics = New
 
     ``mode='midpoint'``: :math:`f_T(T_l)` at the bin centres [cm^2/MeV], the representative value
     of paper Eqs. (fT)-(reweight_factor). ``mode='integral'``: :math:`\int_{bin} f_T\,dT` [cm^2],
-    by a ``n_bin_quad``-node Gauss-Legendre rule per bin, with each line's bins cut at its
-    kinematic end point so that the step there is integrated exactly. ``in_sigma0_units`` as in
-    :func:`recoil_spectrum`.
+    by :func:`recoil_bin_quadrature` (``n_bin_quad`` nodes per bin, lines cut at their end
+    points). ``in_sigma0_units`` as in :func:`recoil_spectrum`.
     """
-    kw = dict(radiative=radiative, in_sigma0_units=in_sigma0_units)
-    edges = jnp.asarray(edges, dtype=source.energies.dtype)
-    lo, hi = edges[:-1], edges[1:]
+    kw = dict(radiative=radiative, in_sigma0_units=in_sigma0_units, n_quad=n_quad)
     if mode == "midpoint":
-        return recoil_spectrum(source, 0.5 * (lo + hi), physics, osc, n_quad=n_quad, **kw)
+        edges = jnp.asarray(edges, dtype=source.energies.dtype)
+        return recoil_spectrum(source, 0.5 * (edges[:-1] + edges[1:]), physics, osc, **kw)
     if mode != "integral":
         raise ValueError(f"mode must be 'midpoint' or 'integral', not {mode!r}")
-    x, w = _gauss_legendre_regularised(n_bin_quad)
-    if source.is_line:
-        table = _weighted_flavour_table(source, osc)
-        hi_l = jnp.clip(t_max(source.energies)[:, None], lo, hi)  # (L, n_T)
-        width = hi_l - lo
-        T = lo[:, None] + width[..., None] * x  # (L, n_T, b)
-        xs = dsigma_dT(T, source.energies[:, None, None], physics, **kw)  # (L, n_T, b, 3)
-        return jnp.einsum("lnb,lnbf,lf->n", width[..., None] * w, xs, table)
-    hi_c = jnp.clip(source.t_end, lo, hi)
-    width = hi_c - lo
-    T = lo[:, None] + width[:, None] * x
-    f = recoil_spectrum(source, T, physics, osc, n_quad=n_quad, **kw)
-    return jnp.sum(width[:, None] * w * f, axis=-1)
+    _, wf = recoil_bin_quadrature(source, edges, physics, osc, n_bin_quad=n_bin_quad, **kw)
+    return jnp.sum(wf, axis=(0, 2))
 
 
 def rate_per_day_factor(source: SolarSource, n_electrons: float = N_E_PER_100T, *, in_sigma0_units: bool = False):
