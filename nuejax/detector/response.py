@@ -50,6 +50,7 @@ __all__ = [
     "mean_photoelectrons",
     "photoelectron_variance",
     "bin_probabilities",
+    "gaussian_bin_probabilities",
     "unit_bin_edges",
 ]
 
@@ -165,8 +166,15 @@ def bin_probabilities(T, edges, params: ResponseParams, table: QuenchingTable):
     Gaussian integral over each bin (module docstring). At :math:`T \to 0` the width is guarded
     (:math:`\sigma \ge 10^{-6}` pe), so the result is a step, not NaN.
     """
-    mu = mean_photoelectrons(T, params, table)[..., None]
-    sigma = jnp.sqrt(jnp.maximum(photoelectron_variance(mu, params), 1e-12))
+    mu = mean_photoelectrons(T, params, table)
+    return gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), edges)
+
+
+def gaussian_bin_probabilities(mean, variance, edges):
+    """Probability of a Gaussian (``mean``, ``variance``) to fall in each bin of ``edges``;
+    shape ``mean.shape + (n_bins,)``. The width is guarded at 1e-6."""
+    mu = jnp.asarray(mean)[..., None]
+    sigma = jnp.sqrt(jnp.maximum(jnp.asarray(variance)[..., None], 1e-12))
     z = (jnp.asarray(edges) - mu) / (math.sqrt(2.0) * sigma)
     za, zb = z[..., :-1], z[..., 1:]
     # Difference of lower-tail CDFs below the mean, of upper-tail survival functions above it:

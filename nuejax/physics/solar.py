@@ -13,14 +13,11 @@ Everything in this module is host-side numpy: it runs once, when a model is buil
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
-from scipy.special import loggamma
-
-from ..constants import ALPHA, M_E
+from .beta import beta_kinetic_spectrum, fermi_function
 
 __all__ = [
     "SolarComponent",
@@ -182,28 +179,8 @@ def tabulated_shape(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fermi_function_positron(Z: int, W, A: int):
-    r"""Relativistic Fermi function for a positron, point-charge formula with nuclear radius R.
-
-    :math:`F(Z, W) = 2(1+\gamma)(2pR)^{2(\gamma-1)} e^{\pi\eta}|\Gamma(\gamma + i\eta)|^2/\Gamma(2\gamma+1)^2`,
-    :math:`\gamma = \sqrt{1 - (\alpha Z)^2}`, :math:`\eta = -\alpha Z W/p` (positron), W, p in
-    units of :math:`m_e`, :math:`R = 1.2 A^{1/3}` fm (e.g. Konopinski, *The Theory of Beta
-    Radioactivity* (1966); H. Behrens and W. Bühring, *Electron Radial Wave Functions and Nuclear
-    Beta-decay* (1982)). Z is the daughter's charge.
-    """
-    W = np.asarray(W, dtype=float)
-    p = np.sqrt(np.maximum(W**2 - 1.0, 1e-300))
-    gamma = math.sqrt(1.0 - (ALPHA * Z) ** 2)
-    eta = -ALPHA * Z * W / p
-    hbar_over_mec_fm = 386.15926796
-    R = 1.2 * A ** (1.0 / 3.0) / hbar_over_mec_fm
-    log_f = (
-        math.log(2.0 * (1.0 + gamma))
-        + 2.0 * (gamma - 1.0) * np.log(2.0 * p * R)
-        + math.pi * eta
-        + 2.0 * np.real(loggamma(gamma + 1j * eta))
-        - 2.0 * float(np.real(loggamma(2.0 * gamma + 1.0)))
-    )
-    return np.exp(log_f)
+    """Fermi function for a positron (see :func:`nuejax.physics.beta.fermi_function`)."""
+    return fermi_function(Z, W, A, positron=True)
 
 
 def allowed_beta_plus_shape(E, Q: float, Z_daughter: int, A: int):
@@ -215,11 +192,8 @@ def allowed_beta_plus_shape(E, Q: float, Z_daughter: int, A: int):
     ``E`` (which must span [0, Q]).
     """
     E = np.asarray(E, dtype=float)
-    Wm = (Q - E + M_E) / M_E  # in units of m_e
-    inside = (E > 0) & (E < Q)
-    Ws = np.where(inside, Wm, 2.0)
-    p = np.sqrt(Ws**2 - 1.0)
-    dens = np.where(inside, E**2 * Ws * p * fermi_function_positron(Z_daughter, Ws, A), 0.0)
+    # E_nu^2 W p F = (q^2 W p F) at positron kinetic energy T = Q - E_nu, in m_e units up to m_e^2
+    dens = beta_kinetic_spectrum(Q - E, Q, Z_daughter, A, positron=True) * np.where(E > 0, 1.0, 0.0)
     return dens / np.trapezoid(dens, E)
 
 

@@ -1,0 +1,120 @@
+r"""Fixed 1-D background templates in the observable (N_p) binning.
+
+Built from the analytic shapes of MISSION.md sec. 2 folded through the same analytic response as
+the signals (:mod:`nuejax.detector.response`), or read from files:
+
+* ¹⁴C: β⁻, Q = 0.156 MeV, shape factor C = 1 + 0.19418 W;
+* ²¹⁰Bi: β⁻, Q = 1.162 MeV, first-forbidden non-unique, C = 1 + 28.466/W + 0.578 W − 0.658 W²;
+* ⁸⁵Kr: β⁻, Q = 0.687 MeV, unique first-forbidden, C = p² + q²;
+* ¹¹C: β⁺, Q = 0.960 MeV (allowed), plus the two 511 keV annihilation γ, whose deposit is
+  approximated as two electrons of 511 keV each (quenched like electrons; a Compton cascade is
+  quenched somewhat more -- an approximation of this synthetic template);
+* ²¹⁰Po: the 5.3 MeV α, quenched to a peak at an electron-equivalent energy (default 0.40 MeV),
+  with the photoelectron-statistics width;
+* external γ (⁴⁰K, ²¹⁴Bi, ²⁰⁸Tl): the Borexino Phase-III Monte Carlo shapes (keV
+  electron-equivalent scale, resolution included), mapped to N_p through the electron response
+  :math:`N_p = Y\,E_q(E)`.
+
+W, p, q in units of :math:`m_e` (W the electron's total energy). Each template is normalised
+to one decay: its sum over the observable window is the fraction of decays seen there, so the
+template times a rate [counts/(day·100 t)] is the expected rate per bin.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..io.borexino import BorexinoShape, packaged_borexino_shape
+from ..physics.beta import beta_kinetic_spectrum
+from .response import (
+    QuenchingTable,
+    ResponseParams,
+    bin_probabilities,
+    gaussian_bin_probabilities,
+    mean_photoelectrons,
+    photoelectron_variance,
+)
+
+__all__ = ["BACKGROUNDS", "background_template", "template_from_shape", "beta_template"]
+
+_M_E = 0.51099895
+
+
+def _c_bi210(W, p, q):
+    return 1.0 + 28.466 / W + 0.578 * W - 0.658 * W**2
+
+
+def _c_kr85(W, p, q):
+    return p**2 + q**2
+
+
+def _c_c14(W, p, q):
+    return 1.0 + 0.19418 * W
+
+
+#: name -> (kind, parameters); beta entries are (Q [MeV], Z_daughter, A, positron, shape factor).
+BACKGROUNDS = {
+    "14C": ("beta", (0.156, 7, 14, False, _c_c14)),
+    "210Bi": ("beta", (1.162, 84, 210, False, _c_bi210)),
+    "85Kr": ("beta", (0.687, 37, 85, False, _c_kr85)),
+    "11C": ("beta+gamma", (0.960, 5, 11, True, None)),
+    "210Po": ("peak", (0.40,)),
+    "ext_40K": ("file", ("Ext_K40",)),
+    "ext_214Bi": ("file", ("Ext_Bi214",)),
+    "ext_208Tl": ("file", ("Ext_Tl208",)),
+}
+
+
+def beta_template(obs_edges, params: ResponseParams, table: QuenchingTable, Q: float, Z: int, A: int, *,
+                  positron: bool = False, shape_factor=None, extra_electrons=(), n_nodes: int = 4000):
+    """Fold a β spectrum (kinetic energy T) through the response: fraction of decays per N_p bin.
+
+    ``extra_electrons`` [MeV]: energies of further particles deposited with every decay, each
+    quenched like an electron (the ¹¹C annihilation γ: ``(0.511, 0.511)``). Midpoint rule on ``n_nodes`` T panels, normalised to the exact
+    discrete sum of the spectrum, so the template of a decay sums to one over all N_p.
+    """
+    T = (np.arange(n_nodes) + 0.5) * Q / n_nodes
+    dens = beta_kinetic_spectrum(T, Q, Z, A, positron=positron, shape_factor=shape_factor)
+    w = dens / dens.sum()
+    if extra_electrons:
+        # light from the extra particles adds to the electron's
+        mu_extra = float(np.sum(mean_photoelectrons(np.asarray(extra_electrons), params, table)))
+        mu = mean_photoelectrons(T, params, table) + mu_extra
+        P = gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), obs_edges)
+    else:
+        P = bin_probabilities(T, obs_edges, params, table)
+    return w @ np.asarray(P)
+
+
+def template_from_shape(shape: BorexinoShape, obs_edges, params: ResponseParams, table: QuenchingTable,
+                        n_grid: int = 20001):
+    """Map a keV-scale shape (electron-equivalent) to N_p bins via N_p = Y E_q(E); normalised to one."""
+    e_hi = shape.edges[-1] / 1000.0
+    grid = np.linspace(0.0, e_hi, n_grid)
+    np_grid = np.asarray(mean_photoelectrons(grid, params, table))
+    if np.any(np.diff(np_grid) <= 0):
+        raise ValueError("the electron response N_p(E) is not monotonic; cannot map the keV scale")
+    edges = np.asarray(obs_edges, dtype=float)
+    e_of_edges = np.interp(edges, np_grid, grid, left=0.0, right=e_hi) * 1000.0
+    cdf = shape.cdf(e_of_edges)
+    return np.diff(cdf) / shape.integral
+
+
+def background_template(name: str, obs_edges, params: ResponseParams, table: QuenchingTable) -> np.ndarray:
+    """The template of background ``name`` (see :data:`BACKGROUNDS`) on ``obs_edges``; numpy (n_obs,)."""
+    if name not in BACKGROUNDS:
+        raise KeyError(f"unknown background {name!r}; known: {', '.join(BACKGROUNDS)}")
+    kind, args = BACKGROUNDS[name]
+    if kind == "beta":
+        Q, Z, A, positron, C = args
+        return beta_template(obs_edges, params, table, Q, Z, A, positron=positron, shape_factor=C)
+    if kind == "beta+gamma":
+        Q, Z, A, positron, C = args
+        return beta_template(obs_edges, params, table, Q, Z, A, positron=positron, shape_factor=C,
+                             extra_electrons=(_M_E, _M_E))
+    if kind == "peak":
+        (e_eq,) = args
+        mu = params.light_yield * e_eq
+        return np.asarray(gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), obs_edges))
+    (stem,) = args
+    return template_from_shape(packaged_borexino_shape(stem), obs_edges, params, table)
