@@ -7,7 +7,7 @@ import pytest
 from nuejax.detector import ResponseParams, quenching_table
 from nuejax.detector.montecarlo import ResponseHistogram, expected_histogram, toy_mc_histogram
 from nuejax.detector.response import unit_bin_edges
-from nuejax.io import read_th2, write_hists
+from nuejax.io import read_response_histogram, read_template, write_hists
 from nuejax.model.borexino_like import signal_component
 from nuejax.physics import NewPhysics, OscillationParams, build_source, event_rate, recoil_spectrum, uniform_recoil_edges
 from nuejax.reweighting import normalized_reference, response_matrix, reweighted_spectrum, transfer_kernel
@@ -87,8 +87,18 @@ def test_root_round_trip_gives_identical_component(tmp_path, be7):
     src, hist, _ = be7
     path = tmp_path / "response.root"
     write_hists(path, {"N_7Be_862": (hist.counts, hist.t_edges, hist.obs_edges)})
-    counts, xe, ye = read_th2(path, "N_7Be_862", expected_y_edges=np.asarray(OBS))
-    back = ResponseHistogram(counts, xe, ye, hist.total, name="7Be_862")
+    back = read_response_histogram(path, "N_7Be_862", n_generated=hist.total, expected_obs_edges=np.asarray(OBS))
+    with pytest.raises(ValueError, match="n_generated = .* is below the histogram's"):
+        read_response_histogram(path, "N_7Be_862", n_generated=0.5 * hist.counts.sum())
     a = signal_component("7Be_862", OBS, norm="n", hist=hist)
     b = signal_component("7Be_862", OBS, norm="n", hist=back)
     np.testing.assert_allclose(np.asarray(a.kernel), np.asarray(b.kernel), rtol=1e-14)
+
+
+def test_background_template_from_root(tmp_path):
+    path = tmp_path / "bkg.root"
+    write_hists(path, {"Bi210": (np.arange(1.0, 442.0), np.asarray(OBS))})
+    t = read_template(path, "Bi210", OBS)
+    assert t.sum() == pytest.approx(1.0) and t[-1] / t[0] == pytest.approx(441.0)
+    with pytest.raises(ValueError, match="x binning does not match"):
+        read_template(path, "Bi210", unit_bin_edges(60, 400))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RootInputError", "read_th1", "read_th2", "write_hists"]
+__all__ = ["RootInputError", "read_th1", "read_th2", "write_hists", "read_response_histogram", "read_template"]
 
 
 class RootInputError(ValueError):
@@ -103,3 +103,29 @@ def write_hists(path, hists: dict) -> None:
             if len(arrays) not in (2, 3):
                 raise ValueError(f"{key}: expected (values, edges) or (values, x_edges, y_edges)")
             f[key] = arrays
+
+
+def read_response_histogram(path, key, *, n_generated: float, expected_obs_edges=None, name: str | None = None):
+    """A TH2 response histogram N_ij (x: true recoil T [MeV], y: observable) as a
+    :class:`~nuejax.detector.montecarlo.ResponseHistogram`.
+
+    ``n_generated`` is the number (sum of weights) of generated events of the component,
+    including those outside the histogram -- ROOT histograms do not carry it, and the reweighting
+    needs it for the scale s of paper Eq. (Rij).
+    """
+    from ..detector.montecarlo import ResponseHistogram
+
+    values, xe, ye = read_th2(path, key, expected_y_edges=expected_obs_edges)
+    if not n_generated >= values.sum():
+        raise RootInputError(f"{path}:{key}: n_generated = {n_generated:g} is below the histogram's "
+                             f"{values.sum():g} entries")
+    if xe[0] < 0:
+        raise RootInputError(f"{path}:{key}: recoil axis starts at {xe[0]:g} MeV < 0")
+    return ResponseHistogram(values, xe, ye, float(n_generated), name=name or key)
+
+
+def read_template(path, key, obs_edges):
+    """A TH1 background template on exactly the model's observable binning, normalised to unit sum
+    (multiply by the fraction of decays inside the window if the histogram holds only those)."""
+    values, _ = read_th1(path, key, expected_edges=np.asarray(obs_edges))
+    return values / values.sum()
