@@ -37,6 +37,10 @@ DEFAULT_NORMS = {"pp": "norm_pp", "pep": "norm_pep", "hep": "norm_hep", "7Be_862
 DEFAULT_BACKGROUND_RATES = {"14C": 3.456e6, "210Bi": 17.5, "85Kr": 6.8, "210Po": 260.0, "11C": 26.8,
                             "ext_40K": 1.0, "ext_214Bi": 1.9, "ext_208Tl": 3.3}
 EXPOSURE_DAY_100T = 1431.6 * 0.713
+#: B16-GS98 fractional 1-sigma flux uncertainties (Vinyoles et al. 2017, `fluxes_b16.dat`), used as
+#: Gaussian constraints on the flux normalisations; CNO takes the 15O value (the largest CNO flux).
+FLUX_CONSTRAINTS = {"norm_pp": 0.006, "norm_pep": 0.010, "norm_hep": 0.30, "norm_7Be": 0.06, "norm_8B": 0.12,
+                    "norm_CNO": 0.17}
 
 
 def signal_component(label: str, obs_edges, *, norm: str, response: ResponseParams = ResponseParams(),
@@ -76,8 +80,10 @@ def default_parameters(signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BAC
 
     New physics (``eps_<ee|mumu|tautau>_<L|R>``, ``mu_nu`` in 1e-11 μ_B) and oscillations
     (``sin2_theta12``, ``dm2_21`` in 1e-5 eV², with NuFIT 6.0 Gaussian constraints; θ13, θ23
-    fixed) start fixed: release what you test. Flux normalisations (1 = B16-GS98) are free; ⁸B
-    carries its B16 12 % constraint and hep is fixed. Background rates [counts/(day·100 t)] are free.
+    fixed) start fixed: release what you test. Flux normalisations (1 = B16-GS98) are free with
+    Gaussian constraints of the B16-GS98 uncertainties (:data:`FLUX_CONSTRAINTS`; without them
+    an NSI shift of ν_e couplings is almost degenerate with the normalisations); hep is fixed.
+    Background rates [counts/(day·100 t)] are free and unconstrained.
     """
     ps = []
     for flav in ("ee", "mumu", "tautau"):
@@ -91,9 +97,9 @@ def default_parameters(signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BAC
         Parameter("sin2_theta23", 0.470, 0.0, 1.0, fixed=True, doc="NuFIT 6.0"),
     ]
     for n in dict.fromkeys(norms[s] for s in signals):
-        fixed = n == "norm_hep"
-        constraint = (1.0, 0.12) if n == "norm_8B" else None
-        ps.append(Parameter(n, 1.0, 0.0, 10.0, fixed=fixed, constraint=constraint, doc="flux / B16-GS98"))
+        sigma = FLUX_CONSTRAINTS.get(n)
+        ps.append(Parameter(n, 1.0, 0.0, 10.0, fixed=(n == "norm_hep"),
+                            constraint=None if sigma is None else (1.0, sigma), doc="flux / B16-GS98"))
     for b in backgrounds:
         r = DEFAULT_BACKGROUND_RATES.get(b, 1.0)
         ps.append(Parameter("rate_" + b, r, 0.0, max(100.0 * r, 1e3), unit="cpd/100t", doc=f"{b} decay rate"))
