@@ -85,6 +85,33 @@ def _cmd_closure(args) -> int:
     return 0
 
 
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    summary = run_demo(args.outdir, n_T=args.n_T, plots=not args.no_plots, progress=progress)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    u = summary["mu_nu_unit"]
+    print()
+    print(f"recovered eps_ee_L = {summary['eps_ee_L_hat']:.5f} ± {summary['eps_ee_L_error']:.5f} "
+          f"(injected {summary['eps_ee_L_injected']}), 90% CL {_fmt(summary['eps_ee_L_interval_90'])}")
+    print(f"recovered mu_nu    = {summary['mu_nu_hat']:.4f} ± {summary['mu_nu_error']:.4f} {u} "
+          f"(injected {summary['mu_nu_injected']}), 90% CL {_fmt(summary['mu_nu_interval_90'])} {u}")
+    print(f"time per likelihood call: {summary['ms_per_call']:.1f} ms (general path, value), "
+          f"{summary['ms_per_call_fast_value_and_grad']:.3f} ms (fast path, value + gradient) on {summary['device']}")
+    print(f"wrote {args.outdir}/summary.json" + ("" if args.no_plots else ", spectrum.png, profile_*.png"))
+    print(f"total {summary['total_seconds']:.1f} s")
+    return 0
+
+
+def _fmt(interval):
+    lo, hi = interval
+    f = lambda v: "none" if v is None else f"{v:.4g}"  # noqa: E731
+    return f"[{f(lo)}, {f(hi)}]"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nuejax", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -100,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_closure)
+    p = sub.add_parser("demo", help="the main job: injection, MINUIT fit and profile scans on the Borexino-like model")
+    p.add_argument("--outdir", default="nuejax_output", help="output folder (default nuejax_output)")
+    p.add_argument("--n-T", type=int, default=2000, help="recoil bins per spectrum (default 2000)")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.set_defaults(func=_cmd_demo)
     return parser
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Mapping
 
 import jax.numpy as jnp
@@ -29,7 +30,10 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     t0 = time.perf_counter()
     cost = NLLCost(model, data, names, fixed=init)
     x0 = np.array([float(cost.base[n]) for n in cost.names])
-    m = Minuit(cost, *x0)
+    with warnings.catch_warnings():
+        # NLLCost offers both g2 and the full Hessian; iminuit notes that the Hessian wins.
+        warnings.filterwarnings("ignore", message="hessian overrides g2")
+        m = Minuit(cost, *x0)
     m.strategy = strategy
     m.tol = tol
     # Initial steps from the curvature at the start: MIGRAD's first step is then about right.

@@ -104,7 +104,9 @@ class ScanResult:
             ax.axvline(injected, ls="--", color="k", lw=1, label=f"injected {injected:g}")
         ax.set_xlabel(f"{self.name}" + (f" [{self.unit}]" if self.unit else ""))
         ax.set_ylabel(r"$\Delta\chi^2 = -2\Delta\ln\mathcal{L}$")
-        ax.set_ylim(bottom=0)
+        # Delta chi^2 of mu_nu grows like mu^4: show the region that matters, not the far wall.
+        level = chi2.ppf(cl, 1)
+        ax.set_ylim(0, min(float(np.nanmax(self.delta_chi2)) * 1.05, 4 * level))
         ax.legend()
         return ax
 

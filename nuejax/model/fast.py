@@ -37,7 +37,7 @@ from .likelihood import poisson_nll
 from .parameters import ParameterSet
 from .spectral_model import MU_NU_UNIT, SpectralModel, osc_from_params
 
-__all__ = ["FastModel", "fast_model", "basis_coefficients", "N_BASIS", "OSC_PARAMS"]
+__all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "N_BASIS", "OSC_PARAMS"]
 
 OSC_PARAMS = ("sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23")
 _FLAV = ("ee", "mumu", "tautau")
@@ -134,6 +134,21 @@ def fast_expected(model: FastModel, params) -> jax.Array:
     if model.background_names:
         total = total + jnp.stack([params["rate_" + b] for b in model.background_names]) @ model.templates
     return model.exposure * model.mask * total
+
+
+def fast_components(model: FastModel, params) -> dict:
+    """Expected counts per observable bin of every signal norm group and background (for plots).
+
+    Signals sharing a normalisation parameter (the ⁷Be lines, CNO) are summed under its name.
+    """
+    c = basis_coefficients(params)
+    scale = model.exposure * model.mask
+    out = {}
+    for k, n in enumerate(model.norms):
+        out[n] = out.get(n, 0.0) + scale * params[n] * (c @ model.basis[k])
+    for i, b in enumerate(model.background_names):
+        out["rate_" + b] = scale * params["rate_" + b] * model.templates[i]
+    return {k: np.asarray(v) for k, v in out.items()}
 
 
 @jax.jit

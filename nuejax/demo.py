@@ -1,0 +1,130 @@
+"""The main job (``nuejax demo``): the paper's end-to-end demonstration (Sec. VI.B) on the default
+Borexino-like model.
+
+1. build the default model (9 reweighted spectra on 2000 recoil bins, 8 backgrounds) and its
+   fast path;
+2. make Asimov data with the general path at the injected point (ε^L_ee = 0.05,
+   μ_ν = 3 × 10⁻¹¹ μ_B);
+3. fit all free parameters with MINUIT (exact autodiff gradient) from a displaced start;
+4. profile-likelihood scans of ε^L_ee and μ_ν, all other free parameters profiled at every point,
+   each scan one batched launch;
+5. report the recovered values, the 90 % CL intervals (Δχ² = 2.706), the time per likelihood
+   call and the device; write the plots and ``summary.json`` into the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+INJECTED = {"eps_ee_L": 0.05, "mu_nu": 3.0}
+START = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be": 1.05, "rate_210Bi": 15.0, "rate_85Kr": 8.0}
+SCANS = {"eps_ee_L": np.linspace(-0.03, 0.13, 81), "mu_nu": np.linspace(0.0, 5.0, 81)}
+
+
+def _time_per_call(fn, *args, n: int = 20) -> float:
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times) * 1e3)
+
+
+def device_description() -> str:
+    d = jax.devices()[0]
+    kind = getattr(d, "device_kind", "") or ""
+    return f"{d.platform}:{kind}" if kind else d.platform
+
+
+def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, progress=print) -> dict:
+    """Run the demonstration; returns the summary (also written to ``outdir/summary.json``)."""
+    from .inference import fit, profile_scan
+    from .model import borexino_like_model
+    from .model.fast import fast_components, fast_model
+
+    t_start = time.perf_counter()
+    say = progress or (lambda *_: None)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+
+    say(f"[1/5] building the Borexino-like model ({n_T} recoil bins x 9 spectra, 861 N_p bins, 8 backgrounds)")
+    t0 = time.perf_counter()
+    model = borexino_like_model(n_T=n_T)
+    ps = model.parameters.release(*INJECTED)
+    model = model.with_parameters(ps)
+    fast = fast_model(model)
+    t_build = time.perf_counter() - t0
+    say(f"      built in {t_build:.1f} s")
+
+    say("[2/5] Asimov data at the injected point (general path): " +
+        ", ".join(f"{k} = {v:g}" for k, v in INJECTED.items()) + "  (mu_nu in 1e-11 mu_B)")
+    truth = model.parameters.values(INJECTED)
+    data = model.asimov(truth)
+    fast_truth = {k: v for k, v in truth.items() if k in fast.parameters}
+    agreement = float(np.max(np.abs(np.asarray(fast.expected(fast_truth)) / np.asarray(data) - 1)))
+
+    say("[3/5] MINUIT fit of all free parameters from a displaced start (autodiff gradient)")
+    result = fit(fast, data, START)
+    say("      " + str(result).replace("\n", "\n      "))
+
+    say("[4/5] profile scans (nuisances profiled at every point, one batched launch per scan)")
+    scans = {}
+    for name, values in SCANS.items():
+        s = profile_scan(fast, data, name, values, global_fit=result, chunk=27,
+                         progress=lambda msg: say("      " + msg))
+        scans[name] = s
+        lo, hi = s.interval(0.9)
+        say(f"      {name}: 90% CL [{lo}, {hi}] in {s.seconds:.1f} s")
+
+    say("[5/5] timing one likelihood call")
+    general_nll = jax.jit(lambda p: model.nll(p, data))
+    fast_vg = jax.jit(jax.value_and_grad(lambda p: fast.nll(p, data)))
+    ms_general = _time_per_call(general_nll, truth, n=5)
+    ms_fast = _time_per_call(fast_vg, fast_truth, n=200)
+
+    summary = {
+        "eps_ee_L_injected": INJECTED["eps_ee_L"],
+        "eps_ee_L_hat": result.values["eps_ee_L"],
+        "eps_ee_L_error": result.errors["eps_ee_L"],
+        "eps_ee_L_interval_90": list(scans["eps_ee_L"].interval(0.9)),
+        "mu_nu_unit": "1e-11 mu_B",
+        "mu_nu_injected": INJECTED["mu_nu"],
+        "mu_nu_hat": result.values["mu_nu"],
+        "mu_nu_error": result.errors["mu_nu"],
+        "mu_nu_interval_90": list(scans["mu_nu"].interval(0.9)),
+        "fit_valid": result.valid,
+        "fit_calls": result.nfcn,
+        "fit_gradients": result.ngrad,
+        "fit_seconds": result.seconds,
+        "ms_per_call": ms_general,
+        "ms_per_call_fast_value_and_grad": ms_fast,
+        "fast_vs_general_max_rel_diff": agreement,
+        "scan_seconds": {k: s.seconds for k, s in scans.items()},
+        "build_seconds": t_build,
+        "device": device_description(),
+        "jax_version": jax.__version__,
+        "n_free_parameters": len(result.names),
+    }
+    if plots:
+        from .plotting import plot_spectrum, require_matplotlib
+
+        plt = require_matplotlib()
+        comps = fast_components(fast, result.params)
+        plot_spectrum(np.asarray(model.obs_edges), comps, np.asarray(data),
+                      title="Asimov data and best fit, by component", path=outdir / "spectrum.png")
+        for name, s in scans.items():
+            fig, ax = plt.subplots(figsize=(6.4, 4.4))
+            s.plot(ax, injected=INJECTED[name])
+            ax.set_title(f"Profile likelihood of {name}, Asimov data")
+            fig.tight_layout()
+            fig.savefig(outdir / f"profile_{name}.png", dpi=120)
+            plt.close(fig)
+    summary["total_seconds"] = time.perf_counter() - t_start
+    (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
