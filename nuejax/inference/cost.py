@@ -84,5 +84,6 @@ class NLLCost:
         return np.asarray(self._hess(jnp.asarray(np.asarray(x, dtype=float)), self.base, self.data))
 
     def g2(self, *x) -> np.ndarray:
-        """Diagonal of the Hessian (iminuit asks for it alongside ``hessian``)."""
+        """Diagonal of the Hessian. iminuit 2.33 warns that it has no effect next to ``hessian``,
+        but without it MIGRAD can call a missing G2 callback ("'NoneType' object is not callable")."""
         return np.diag(self.hessian(*x))

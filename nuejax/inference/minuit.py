@@ -31,7 +31,7 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     cost = NLLCost(model, data, names, fixed=init)
     x0 = np.array([float(cost.base[n]) for n in cost.names])
     with warnings.catch_warnings():
-        # NLLCost offers both g2 and the full Hessian; iminuit notes that the Hessian wins.
+        # NLLCost.g2 is needed (see its docstring) though iminuit says the Hessian overrides it.
         warnings.filterwarnings("ignore", message="hessian overrides g2")
         m = Minuit(cost, *x0)
     m.strategy = strategy

@@ -1,0 +1,155 @@
+"""Fits (MINUIT with autodiff, JAX-native Newton), scans, fast path, injection-recovery."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from iminuit import Minuit
+
+from nuejax.inference import NLLCost, fit, interval_from_profile, newton_fit, profile_scan, profile_scan_2d
+from nuejax.inference.newton import newton_minimize
+from nuejax.model import borexino_like_model
+from nuejax.model.fast import fast_model
+from nuejax.validation.injection import injection_recovery
+
+SIGNALS = ("pp", "pep", "7Be_862", "7Be_384", "13N")
+BKG = ("210Bi", "85Kr", "11C", "210Po")
+TRUTH = {"eps_ee_L": 0.05, "mu_nu": 3.0}
+
+
+@pytest.fixture(scope="module")
+def models():
+    m = borexino_like_model(n_T=200, signals=SIGNALS, backgrounds=BKG)
+    m = m.with_parameters(m.parameters.release("eps_ee_L", "mu_nu"))
+    fm = fast_model(m)
+    data = m.asimov(m.parameters.values(TRUTH))
+    return m, fm, data
+
+
+def test_fast_path_equals_general_path_on_random_points(models):
+    m, fm, _ = models
+    rng = np.random.default_rng(42)
+    for _ in range(6):
+        eps = {f"eps_{f}_{c}": rng.normal(0, 0.3) for f in ("ee", "mumu", "tautau") for c in ("L", "R")}
+        p = m.parameters.values(eps, mu_nu=abs(rng.normal(0, 5)), norm_pp=rng.uniform(0.8, 1.2),
+                                rate_11C=rng.uniform(10, 40))
+        a = np.asarray(m.expected(p))
+        b = np.asarray(fm.expected({k: v for k, v in p.items() if k in fm.parameters}))
+        np.testing.assert_allclose(b, a, rtol=1e-12)
+
+
+def test_cost_follows_the_iminuit_protocol(models):
+    _, fm, data = models
+    cost = NLLCost(fm, data)
+    assert cost.errordef == 1.0 and cost.ndata == fm.n_obs
+    assert set(cost._parameters) == set(fm.parameters.free_names)
+    x0 = np.array([float(cost.base[n]) for n in cost.names])
+    g = cost.grad(*x0)
+    h = 1e-6 * np.maximum(1, np.abs(x0))
+    for i in (0, 1, 2):
+        e = np.zeros_like(x0)
+        e[i] = h[i]
+        assert g[i] == pytest.approx((cost(*(x0 + e)) - cost(*(x0 - e))) / (2 * h[i]), rel=1e-5, abs=1e-4)
+    with pytest.warns(Warning, match="hessian overrides g2"):  # iminuit's note, harmless (NLLCost.g2)
+        m = Minuit(cost, *x0)  # directly usable
+    m.migrad()
+    assert m.valid and m.values["eps_ee_L"] == pytest.approx(0.05, abs=1e-3)
+
+
+def test_minuit_fit_recovers_asimov_truth_with_autodiff_errors(models):
+    _, fm, data = models
+    r = fit(fm, data, {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.97, "rate_210Bi": 12.0})
+    assert r.valid and r.ngrad > 0
+    for k, v in TRUTH.items():
+        assert abs(r.values[k] - v) < 0.01 * r.errors[k]
+    # autodiff covariance vs MINUIT's own finite-difference HESSE on a plain function
+    names = r.names
+
+    def plain(*x):
+        return float(fm.nll({**r.params, **dict(zip(names, map(jnp.asarray, x)))}, data))
+
+    mp = Minuit(plain, *[r.values[n] for n in names], name=names)
+    mp.errordef = 1.0
+    mp.errors = [r.errors[n] for n in names]
+    mp.hesse()
+    for n in ("eps_ee_L", "mu_nu", "norm_pp", "rate_11C"):
+        assert r.errors[n] == pytest.approx(mp.errors[n], rel=0.02)
+    assert np.allclose(np.diag(r.correlation), 1.0)
+
+
+def test_minos_on_request(models):
+    _, fm, data = models
+    r = fit(fm, data, minos=["eps_ee_L"])
+    lo, hi = r.minos["eps_ee_L"]
+    assert lo < 0 < hi and abs(-lo - r.errors["eps_ee_L"]) < 0.2 * r.errors["eps_ee_L"]
+    assert "MINOS" in str(r)
+
+
+def test_newton_agrees_with_minuit(models):
+    _, fm, data = models
+    start = {"eps_ee_L": 0.0, "mu_nu": 1.0}
+    rm = fit(fm, data, start)
+    rn = newton_fit(fm, data, start)
+    assert rn.valid
+    assert rn.fval <= rm.fval + 1e-3  # MINUIT stops at EDM < 2e-6 here
+    for n in rm.names:
+        assert abs(rn.values[n] - rm.values[n]) < 0.01 * rm.errors[n], n
+        assert rn.errors[n] == pytest.approx(rm.errors[n], rel=1e-3)
+
+
+def test_batched_newton_fits_of_toys_in_one_launch(models):
+    _, fm, _ = models
+    names = fm.parameters.free_names
+    lo, hi = fm.parameters.bounds()
+    base = fm.parameters.values(TRUTH)
+    toys = fm.pseudo_data(jax.random.PRNGKey(1), base, n_toys=4)
+
+    def one(d):
+        f = lambda x: fm.nll({**base, **{n: x[i] for i, n in enumerate(names)}}, d)  # noqa: E731
+        return newton_minimize(f, jnp.stack([base[n] for n in names]), lo, hi)
+
+    batch = jax.jit(jax.vmap(one))(toys)
+    assert bool(jnp.all(batch.converged))
+    single = newton_fit(fm, toys[2], base)
+    np.testing.assert_allclose(np.asarray(batch.x[2]), [single.values[n] for n in names], rtol=1e-6, atol=1e-8)
+
+
+def test_profile_scan_matches_minuit_profiles_and_interval(models):
+    _, fm, data = models
+    g = fit(fm, data)
+    values = np.linspace(-0.03, 0.13, 33)
+    s = profile_scan(fm, data, "eps_ee_L", values, global_fit=g, chunk=16, progress=lambda m: None)
+    assert s.converged.all() and s.values[np.argmin(s.nll)] == pytest.approx(0.05)
+    for v in (0.0, 0.05, 0.1):
+        i = int(np.argmin(np.abs(values - v)))
+        fixed = fm.with_parameters(fm.parameters.fix(eps_ee_L=values[i]))
+        rm = fit(fixed, data, {k: v for k, v in g.values.items() if k != "eps_ee_L"})
+        assert s.nll[i] <= rm.fval + 1e-3 and s.nll[i] == pytest.approx(rm.fval, abs=2e-3)
+    lo, hi = s.interval(0.9)
+    assert lo < 0.05 < hi
+    # the asymptotic interval is ~ +-1.645 sigma of the (nearly parabolic) profile
+    assert (hi - lo) / 2 == pytest.approx(1.645 * g.errors["eps_ee_L"], rel=0.05)
+
+
+def test_profile_scan_2d(models):
+    _, fm, data = models
+    s = profile_scan_2d(fm, data, ("eps_ee_L", "mu_nu"), np.linspace(0.0, 0.1, 5), np.linspace(1.0, 5.0, 5))
+    assert s.nll.shape == (5, 5) and s.converged.all()
+    assert np.unravel_index(np.argmin(s.nll), s.nll.shape) == (2, 2)  # (0.05, 3.0)
+
+
+def test_interval_from_profile_on_a_parabola():
+    x = np.linspace(-3, 3, 61)
+    lo, hi = interval_from_profile(x, x**2, 1.0)
+    assert lo == pytest.approx(-1.0, abs=1e-3) and hi == pytest.approx(1.0, abs=1e-3)
+    assert interval_from_profile(x, x**2, 100.0) == (None, None)
+
+
+@pytest.mark.parametrize("case", ["nsi", "mm"])
+def test_injection_recovery(case):
+    m = borexino_like_model(n_T=300)
+    r = injection_recovery(m, case)
+    assert abs(r.fitted - r.injected) < 0.01 * r.error
+    assert r.scan.values[np.argmin(r.scan.nll)] == pytest.approx(r.injected)
+    lo, hi = r.interval_90
+    assert lo < r.injected < hi
