@@ -112,9 +112,14 @@ def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, pro
         "n_free_parameters": len(result.names),
     }
     if plots:
-        from .plotting import plot_spectrum, require_matplotlib
+        try:
+            from .plotting import plot_spectrum, require_matplotlib
 
-        plt = require_matplotlib()
+            plt = require_matplotlib()
+        except ImportError as err:
+            say(f"      no plots: {err}")
+            plots = False
+    if plots:
         comps = fast_components(fast, result.params)
         plot_spectrum(np.asarray(model.obs_edges), comps, np.asarray(data),
                       title="Asimov data and best fit, by component", path=outdir / "spectrum.png")
