@@ -145,10 +145,14 @@ def test_interval_from_profile_on_a_parabola():
     assert interval_from_profile(x, x**2, 100.0) == (None, None)
 
 
+@pytest.fixture(scope="module")
+def full_model():
+    return borexino_like_model(n_T=200)
+
+
 @pytest.mark.parametrize("case", ["nsi", "mm"])
-def test_injection_recovery(case):
-    m = borexino_like_model(n_T=300)
-    r = injection_recovery(m, case)
+def test_injection_recovery(full_model, case):
+    r = injection_recovery(full_model, case)
     assert abs(r.fitted - r.injected) < 0.01 * r.error
     assert r.scan.values[np.argmin(r.scan.nll)] == pytest.approx(r.injected)
     lo, hi = r.interval_90
