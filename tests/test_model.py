@@ -37,6 +37,13 @@ def test_normalisation_against_independent_rate(wide):
         assert float(mu.sum()) == pytest.approx(wide.exposure * rate, rel=1e-6)
 
 
+def test_precomputed_general_path_equals_direct_computation(model):
+    from nuejax.model import expected_direct
+
+    p = model.parameters.values(eps_ee_L=0.07, eps_tautau_R=-0.1, mu_nu=4.0, sin2_theta12=0.29, dm2_21=8.0)
+    np.testing.assert_allclose(np.asarray(model.expected(p)), np.asarray(expected_direct(model, p)), rtol=1e-12)
+
+
 def test_asimov_gradient_vanishes_at_truth(model):
     truth = model.parameters.values(eps_ee_L=0.05, mu_nu=2.0, norm_7Be=1.1)
     data = model.asimov(truth)

@@ -9,6 +9,8 @@ the signals (:mod:`nuejax.detector.response`), or read from files:
 * ¹¹C: β⁺, Q = 0.960 MeV (allowed), plus the two 511 keV annihilation γ, whose deposit is
   approximated as two electrons of 511 keV each (quenched like electrons; a Compton cascade is
   quenched somewhat more -- an approximation of this synthetic template);
+* ²¹⁴Pb (²²²Rn chain): β⁻, Q = 1.019 MeV, approximated as allowed (C = 1) -- the ninth
+  background of the benchmark workload, not in the default model;
 * ²¹⁰Po: the 5.3 MeV α, quenched to a peak at an electron-equivalent energy (default 0.40 MeV),
   with the photoelectron-statistics width;
 * external γ (⁴⁰K, ²¹⁴Bi, ²⁰⁸Tl): the Borexino Phase-III Monte Carlo shapes (keV
@@ -59,6 +61,7 @@ BACKGROUNDS = {
     "85Kr": ("beta", (0.687, 37, 85, False, _c_kr85)),
     "11C": ("beta+gamma", (0.960, 5, 11, True, None)),
     "210Po": ("peak", (0.40,)),
+    "214Pb": ("beta", (1.019, 83, 214, False, None)),
     "ext_40K": ("file", ("Ext_K40",)),
     "ext_214Bi": ("file", ("Ext_Bi214",)),
     "ext_208Tl": ("file", ("Ext_Tl208",)),

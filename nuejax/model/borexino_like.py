@@ -20,6 +20,7 @@ from ..detector.montecarlo import ResponseHistogram, expected_histogram
 from ..detector.response import QuenchingTable, ResponseParams, quenching_table, unit_bin_edges
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
+from ..physics.precomputed import precompute_spectrum
 from ..physics.solar import SUBCOMPONENT_NAMES
 from ..physics.spectra import SolarSource, build_source, event_rate, recoil_spectrum, uniform_recoil_edges
 from ..precision import resolve_dtype
@@ -71,7 +72,9 @@ def signal_component(label: str, obs_edges, *, norm: str, response: ResponsePara
                                       in_sigma0_units=True))
     rate_sm = float(event_rate(src, osc=osc, radiative=radiative))
     G = transfer_kernel(R, f_sm, rate_sm, name=label)
-    return SignalComponent(src, jnp.asarray(t_mid, dtype=dt), jnp.asarray(G, dtype=dt), label, norm)
+    t_mid = jnp.asarray(t_mid, dtype=dt)
+    pre = precompute_spectrum(src, t_mid, radiative=radiative)
+    return SignalComponent(src, t_mid, jnp.asarray(G, dtype=dt), pre, label, norm)
 
 
 def default_parameters(signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BACKGROUND_RATES),

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..physics.cross_section import NewPhysics
+from ..physics.precomputed import coefficients_from_probes, probe_points
 from ..physics.spectra import recoil_spectrum
 from .likelihood import poisson_nll
 from .parameters import ParameterSet
@@ -44,34 +45,9 @@ _FLAV = ("ee", "mumu", "tautau")
 N_BASIS = 1 + 5 * 3 + 1
 
 
-def _probe_points():
-    """(eps_L, eps_R, mu_nu) probe points: 0, then per flavour (L+, L-, R+, R-, L+R+), then mu = 1 unit."""
-    pts = [(np.zeros(3), np.zeros(3), 0.0)]
-    for a in range(3):
-        e = np.zeros(3)
-        e[a] = 1.0
-        pts += [(e, 0 * e, 0.0), (-e, 0 * e, 0.0), (0 * e, e, 0.0), (0 * e, -e, 0.0), (e, e, 0.0)]
-    pts.append((np.zeros(3), np.zeros(3), MU_NU_UNIT))
-    eL, eR, mu = (np.array(x) for x in zip(*pts))
-    return NewPhysics(eps_L=eL, eps_R=eR, mu_nu=mu)
-
-
-def _basis_from_probes(f):
-    """Basis spectra (N_BASIS, ...) from the probe evaluations f (N_BASIS, ...) (exact for quadratics)."""
-    f0 = f[0]
-    rows = [f0]
-    for a in range(3):
-        lp, lm, rp, rm, lr = (f[1 + 5 * a + i] for i in range(5))
-        cL, cLL = 0.5 * (lp - lm), 0.5 * (lp + lm) - f0
-        cR, cRR = 0.5 * (rp - rm), 0.5 * (rp + rm) - f0
-        cLR = lr - f0 - cL - cLL - cR - cRR
-        rows += [cL, cR, cLL, cRR, cLR]
-    rows.append(f[-1] - f0)
-    return jnp.stack(rows)
-
-
 def basis_coefficients(params) -> jax.Array:
-    """Coefficients c_b(ε, μ) of the basis, in the order of :func:`_basis_from_probes`; μ in 1e-11 μ_B."""
+    """Coefficients c_b(ε, μ) of the basis, in the order of
+    :func:`~nuejax.physics.precomputed.coefficients_from_probes`; μ in 1e-11 μ_B."""
     zero = jnp.zeros(())
     c = [jnp.ones(())]
     for fl in _FLAV:
@@ -164,12 +140,12 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
     if osc_params:
         base.update({k: jnp.asarray(v) for k, v in osc_params.items()})
     osc = osc_from_params(base)
-    probes = _probe_points()
+    probes = probe_points(MU_NU_UNIT)
     rows = []
     for sig in model.signals:
         f = jax.jit(jax.vmap(lambda p, s=sig: recoil_spectrum(
             s.source, s.t_mid, p, osc, radiative=model.radiative, n_quad=model.n_quad, in_sigma0_units=True)))(probes)
-        rows.append(_basis_from_probes(f) @ sig.kernel)
+        rows.append(coefficients_from_probes(f) @ sig.kernel)
     params = ParameterSet(tuple(p for p in model.parameters.parameters if p.name not in OSC_PARAMS))
     osc_values = tuple((k, float(base[k])) for k in OSC_PARAMS if k in base)
     return FastModel(jnp.stack(rows), model.templates, model.mask, model.obs_edges, model.exposure,

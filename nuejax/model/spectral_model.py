@@ -7,7 +7,8 @@ r"""The expected spectrum (paper Eq. mu_total) and its likelihood, as pure funct
 with the reweighting kernel :math:`G^{(k)}` of :mod:`nuejax.reweighting` (which is paper Eqs. Rij,
 fT_norm, reweight_factor and fNp_reweight multiplied by the component's rate), the recoil spectra
 :math:`f_T^{(k)}` recomputed at the recoil-bin centres for every parameter point (NSI, magnetic
-moment and the oscillation parameters enter there), flux normalisations :math:`a_k` (1 = the
+moment and the oscillation parameters enter there; the cross section on the fixed quadrature
+nodes is precomputed, :mod:`nuejax.physics.precomputed`), flux normalisations :math:`a_k` (1 = the
 B16 prediction) and background templates :math:`t_b` with rates in counts/(day·100 t). Exposure
 MT in day·100 t.
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
+from ..physics.precomputed import PrecomputedSpectrum, precomputed_recoil_spectrum
 from ..physics.spectra import SolarSource, recoil_spectrum
 from .likelihood import check_counts, check_expected, poisson_nll
 from .parameters import ParameterSet
@@ -41,11 +43,13 @@ DM2_UNIT = 1e-5
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class SignalComponent:
-    """One reweighted solar spectrum: its source, recoil-bin centres and fixed kernel G (n_T, n_obs)."""
+    """One reweighted solar spectrum: its source, recoil-bin centres, fixed kernel G (n_T, n_obs)
+    and the cross-section coefficients at its quadrature nodes (:mod:`nuejax.physics.precomputed`)."""
 
     source: SolarSource
     t_mid: jax.Array
     kernel: jax.Array
+    pre: PrecomputedSpectrum
     name: str = field(metadata=dict(static=True))
     norm: str = field(metadata=dict(static=True))
 
@@ -139,12 +143,26 @@ def expected(model: SpectralModel, params) -> jax.Array:
     osc = osc_from_params(params)
     total = jnp.zeros(model.n_obs, dtype=model.templates.dtype)
     for sig in model.signals:
-        f = recoil_spectrum(sig.source, sig.t_mid, phys, osc, radiative=model.radiative, n_quad=model.n_quad,
-                            in_sigma0_units=True)
+        f = precomputed_recoil_spectrum(sig.source, sig.pre, phys, osc)
         total = total + params[sig.norm] * (f @ sig.kernel)
     if model.background_names:
         rates = jnp.stack([params["rate_" + b] for b in model.background_names])
         total = total + rates @ model.templates
+    return model.exposure * model.mask * total
+
+
+def expected_direct(model: SpectralModel, params) -> jax.Array:
+    """:func:`expected` with the recoil spectra computed from scratch by
+    :func:`~nuejax.physics.recoil_spectrum` (the reference the precomputed route is tested against)."""
+    phys = physics_from_params(params)
+    osc = osc_from_params(params)
+    total = jnp.zeros(model.n_obs, dtype=model.templates.dtype)
+    for sig in model.signals:
+        f = recoil_spectrum(sig.source, sig.t_mid, phys, osc, radiative=model.radiative, n_quad=model.n_quad,
+                            in_sigma0_units=True)
+        total = total + params[sig.norm] * (f @ sig.kernel)
+    if model.background_names:
+        total = total + jnp.stack([params["rate_" + b] for b in model.background_names]) @ model.templates
     return model.exposure * model.mask * total
 
 

@@ -1,0 +1,166 @@
+"""Benchmark harness: time the "paper" workload (MISSION.md section 4) on CPU or GPU.
+
+  python benchmarks/run.py --quick --json        # reduced dimensions, < 1 min on 2 CPU cores
+  python benchmarks/run.py --json --out r.json   # the paper workload (float64)
+  python benchmarks/run.py --dtype float32 ...   # float32 (run in its own process)
+
+Times are medians (with 16th-84th percentile spread) over >= 50 calls after warm-up; compile
+time is reported apart. "value" is one -2 ln L call of the general path (recoil spectra with
+P_ee recomputed from the oscillation parameters, reweighting/fold through the 9 kernels,
+Poisson likelihood); "fast" is the fast path (oscillations fixed: 17 folded basis templates per
+spectrum). Agreement numbers (-2 ln L and gradient at fixed random points) are written so that
+runs on different devices can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _stats(fn, *args, n=50):
+    import jax
+
+    jax.block_until_ready(fn(*args))
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        ts.append(time.perf_counter() - t0)
+    import numpy as np
+
+    ts = np.asarray(ts) * 1e3
+    return {"median_ms": float(np.median(ts)), "p16_ms": float(np.percentile(ts, 16)),
+            "p84_ms": float(np.percentile(ts, 84)), "n": n}
+
+
+def _compile_time(fn, *args):
+    import jax
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    return time.perf_counter() - t0
+
+
+def run(quick: bool, dtype_name: str, batch_sizes, n_calls: int, scan_points: int, do_fit: bool) -> dict:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    if dtype_name == "float64":
+        jax.config.update("jax_enable_x64", True)
+    dtype = jnp.float64 if dtype_name == "float64" else jnp.float32
+    import workload
+
+    from nuejax.inference import fit, profile_scan
+    from nuejax.model.fast import fast_model
+
+    out = {"dtype": dtype_name, "quick": quick}
+    t0 = time.perf_counter()
+    d = workload.QUICK_DIMS if quick else workload.PAPER_DIMS
+    model = workload.build(dtype=dtype, **d)
+    fast = fast_model(model)
+    out["build_s"] = time.perf_counter() - t0
+    out["dims"] = workload.dims(model)
+    dev = jax.devices()[0]
+    out["device"] = f"{dev.platform}:{getattr(dev, 'device_kind', '')}"
+    out["jax_version"] = jax.__version__
+    out["date"] = time.strftime("%Y-%m-%d")
+    out["cpu_count_affinity"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    out["xla_flags"] = os.environ.get("XLA_FLAGS", "")
+
+    truth = model.parameters.values(eps_ee_L=0.05, mu_nu=3.0)
+    data = model.asimov(truth)
+    ftruth = {k: v for k, v in truth.items() if k in fast.parameters}
+
+    value = jax.jit(lambda p: model.nll(p, data))
+    vgrad = jax.jit(jax.value_and_grad(lambda p: model.nll(p, data)))
+    fvalue = jax.jit(lambda p: fast.nll(p, data))
+    fvgrad = jax.jit(jax.value_and_grad(lambda p: fast.nll(p, data)))
+    out["compile_s"] = {"value": _compile_time(value, truth), "value_and_grad": _compile_time(vgrad, truth),
+                        "fast_value": _compile_time(fvalue, ftruth), "fast_value_and_grad": _compile_time(fvgrad, ftruth)}
+    out["value"] = _stats(value, truth, n=n_calls)
+    out["value_and_grad"] = _stats(vgrad, truth, n=n_calls)
+    out["fast_value"] = _stats(fvalue, ftruth, n=max(n_calls, 200))
+    out["fast_value_and_grad"] = _stats(fvgrad, ftruth, n=max(n_calls, 200))
+
+    # batched fast-path evaluations: one launch per batch
+    rng = np.random.default_rng(0)
+    batched = {}
+    bfn = jax.jit(jax.vmap(lambda p: fast.nll(p, data)))
+    for B in batch_sizes:
+        batch = {k: jnp.broadcast_to(v, (B,)) for k, v in ftruth.items()}
+        batch["eps_ee_L"] = jnp.asarray(rng.normal(0.05, 0.02, B), dtype=dtype)
+        batch["mu_nu"] = jnp.asarray(np.abs(rng.normal(3.0, 0.5, B)), dtype=dtype)
+        c = _compile_time(bfn, batch)
+        st = _stats(bfn, batch, n=max(5, n_calls // 5))
+        batched[str(B)] = {"evals_per_s": B / (st["median_ms"] * 1e-3), "compile_s": c, **st}
+    out["batched_fast"] = batched
+    out["evals_per_s_batched"] = max(v["evals_per_s"] for v in batched.values())
+
+    # agreement points: -2 ln L and gradient at fixed random parameter points (general path)
+    pts = []
+    for i in range(4):
+        r = np.random.default_rng(100 + i)
+        p = model.parameters.values(eps_ee_L=r.normal(0, 0.1), eps_ee_R=r.normal(0, 0.1), eps_tautau_L=r.normal(0, 0.1),
+                                    eps_tautau_R=r.normal(0, 0.1), mu_nu=abs(r.normal(2, 1)),
+                                    sin2_theta12=0.308 + r.normal(0, 0.01), dm2_21=7.49 + r.normal(0, 0.2))
+        v, g = vgrad(p)
+        pts.append({"nll": float(v), "grad": {k: float(x) for k, x in g.items() if k in model.parameters.free_names}})
+    out["agreement_points"] = pts
+
+    if do_fit:
+        start = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0,
+                 "sin2_theta12": 0.30, "dm2_21": 7.3}
+        fit(model, data, start)  # compile
+        t0 = time.perf_counter()
+        r = fit(model, data, start)
+        out["migrad_general_25"] = {"s": time.perf_counter() - t0, "nfcn": r.nfcn, "ngrad": r.ngrad, "valid": r.valid,
+                                    "n_free": len(r.names), "eps_ee_L": r.values["eps_ee_L"], "mu_nu": r.values["mu_nu"]}
+        fstart = {k: v for k, v in start.items() if k in fast.parameters}
+        fit(fast, data, fstart)
+        t0 = time.perf_counter()
+        rf = fit(fast, data, fstart)
+        out["migrad_fast_23"] = {"s": time.perf_counter() - t0, "nfcn": rf.nfcn, "ngrad": rf.ngrad, "valid": rf.valid,
+                                 "n_free": len(rf.names)}
+        grid = np.linspace(-0.05, 0.15, scan_points)
+        profile_scan(fast, data, "eps_ee_L", grid, global_fit=rf)  # compile
+        s = profile_scan(fast, data, "eps_ee_L", grid, global_fit=rf)
+        out["scan_fast"] = {"points": scan_points, "s": s.seconds, "n_profiled": len(s.profiled),
+                            "all_converged": bool(s.converged.all())}
+    # headline keys of the issue
+    out["ms_per_call_value"] = out["value"]["median_ms"]
+    out["ms_per_call_value_and_grad"] = out["value_and_grad"]["median_ms"]
+    out["ms_per_call_fast"] = out["fast_value"]["median_ms"]
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="reduced dimensions (n_T=n_obs=n_E=200), < 1 min")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    ap.add_argument("--out", help="also write the JSON here")
+    ap.add_argument("--no-fit", action="store_true", help="skip the MIGRAD fits and the scan")
+    ap.add_argument("--fit", action="store_true", help="with --quick: also run the fits and the scan")
+    args = ap.parse_args(argv)
+    if args.quick:
+        res = run(True, args.dtype, (1, 100, 10_000), n_calls=50, scan_points=50, do_fit=args.fit)
+    else:
+        res = run(False, args.dtype, (1, 10, 100, 1000, 10_000, 100_000), n_calls=50, scan_points=200,
+                  do_fit=not args.no_fit)
+    text = json.dumps(res, indent=None if args.json else 2)
+    if args.out:
+        Path(args.out).write_text(json.dumps(res, indent=2))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The "paper" benchmark workload of MISSION.md section 4, and reduced variants of it.
+
+9 reweighted signal spectra (pp, pep, hep, 7Be 384, 7Be 862, 8B, 13N, 15O, 17F), each with its
+own response matrix of n_T recoil bins x n_obs observable bins; a neutrino-energy grid of n_E
+points per continuum; P_ee recomputed every call from (sin2_theta12, dm2_21) with production-region
+averaging over n_r radial zones; 9 background templates; 25 free parameters:
+eps_ee_L, eps_ee_R, eps_tautau_L, eps_tautau_R, mu_nu, sin2_theta12, dm2_21, 9 signal
+normalisations (one per reweighted spectrum) and 9 background rates.
+"""
+
+from __future__ import annotations
+
+from nuejax.detector.response import ResponseParams, quenching_table, unit_bin_edges
+from nuejax.model.borexino_like import DEFAULT_BACKGROUND_RATES, default_parameters, signal_component
+from nuejax.model.spectral_model import SpectralModel
+from nuejax.detector.backgrounds import background_template
+from nuejax.physics.solar import SUBCOMPONENT_NAMES, flux, split_subcomponent
+
+import jax.numpy as jnp
+import numpy as np
+
+BACKGROUNDS = tuple(DEFAULT_BACKGROUND_RATES) + ("214Pb",)
+FREE = ("eps_ee_L", "eps_ee_R", "eps_tautau_L", "eps_tautau_R", "mu_nu", "sin2_theta12", "dm2_21")
+PAPER_DIMS = dict(n_T=2000, n_obs=1000, n_E=1000)
+QUICK_DIMS = dict(n_T=200, n_obs=200, n_E=200)
+
+
+def build(n_T: int, n_obs: int, n_E: int, dtype=None) -> SpectralModel:
+    obs_edges = unit_bin_edges(50, 50 + n_obs - 1, dtype=dtype)
+    table = quenching_table(dtype=dtype)
+    response = ResponseParams()
+    norms = {s: "norm_" + s for s in SUBCOMPONENT_NAMES}
+    sigs = tuple(signal_component(s, obs_edges, norm=norms[s], response=response, table=table, n_T=n_T, n_E=n_E,
+                                  dtype=dtype) for s in SUBCOMPONENT_NAMES)
+    templates = np.stack([background_template(b, obs_edges, response, table) for b in BACKGROUNDS])
+    params = default_parameters(SUBCOMPONENT_NAMES, BACKGROUNDS, norms).release(*FREE)
+    for label in SUBCOMPONENT_NAMES:  # each spectrum's normalisation carries its B16 flux uncertainty
+        params = params.update("norm_" + label, fixed=False, constraint=(1.0, flux(split_subcomponent(label)[0])[1]))
+    dt = sigs[0].kernel.dtype
+    model = SpectralModel(sigs, jnp.asarray(templates, dtype=dt), jnp.ones(n_obs, dtype=dt), obs_edges,
+                          1431.6 * 0.713, BACKGROUNDS, params)
+    assert len(model.parameters.free_names) == 25, model.parameters.free_names
+    return model
+
+
+def dims(model: SpectralModel) -> dict:
+    sigs = model.signals
+    return {
+        "n_sig": len(sigs),
+        "n_lines": sum(1 for s in sigs if s.source.is_line),
+        "n_T": int(sigs[0].t_mid.shape[0]),
+        "n_obs": model.n_obs,
+        "n_E": int(next(s.source.energies.shape[0] for s in sigs if not s.source.is_line)),
+        "n_bkg": len(model.background_names),
+        "n_r": int(sigs[0].source.profile.n_e.shape[0]),
+        "n_free": len(model.parameters.free_names),
+    }
