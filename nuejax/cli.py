@@ -127,6 +127,13 @@ def _fmt(interval):
     return f"[{f(lo)}, {f(hi)}]"
 
 
+def _add_model_run_options(p: argparse.ArgumentParser, outdir: str) -> None:
+    p.add_argument("--outdir", default=outdir, help=f"where the outputs go (default {outdir})")
+    p.add_argument("--n-T", type=int, default=2000, help="recoil bins per spectrum (default 2000)")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nuejax", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -143,16 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_closure)
     p = sub.add_parser("demo", help="the main job: injection, MINUIT fit and profile scans on the Borexino-like model")
-    p.add_argument("--outdir", default="nuejax_output", help="output folder (default nuejax_output)")
-    p.add_argument("--n-T", type=int, default=2000, help="recoil bins per spectrum (default 2000)")
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    _add_model_run_options(p, "nuejax_output")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("injection", help="injection-recovery of eps_ee_L and mu_nu on Asimov data (paper Sec. VI.B)")
-    p.add_argument("--outdir", default="docs/figures", help="where the figures go (default docs/figures)")
-    p.add_argument("--n-T", type=int, default=2000, help="recoil bins per spectrum (default 2000)")
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_model_run_options(p, "docs/figures")
     p.set_defaults(func=_cmd_injection)
     return parser
 

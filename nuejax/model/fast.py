@@ -24,7 +24,6 @@ magnetic moment the fast path is not available (the model then uses the general 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import jax
@@ -36,7 +35,7 @@ from ..physics.precomputed import coefficients_from_probes, probe_points
 from ..physics.spectra import recoil_spectrum
 from .likelihood import poisson_nll
 from .parameters import ParameterSet
-from .spectral_model import MU_NU_UNIT, SpectralModel, osc_from_params
+from .spectral_model import MU_NU_UNIT, ModelMethods, SpectralModel, osc_from_params
 
 __all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "N_BASIS", "OSC_PARAMS"]
 
@@ -59,7 +58,7 @@ def basis_coefficients(params) -> jax.Array:
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class FastModel:
+class FastModel(ModelMethods):
     """Fast-path model: folded basis templates (n_sig, N_BASIS, n_obs), background templates, mask.
 
     Its parameter set is the full model's without the oscillation parameters, which are baked in
@@ -80,25 +79,11 @@ class FastModel:
     def n_obs(self) -> int:
         return int(self.obs_edges.shape[0] - 1)
 
-    def defaults(self) -> dict:
-        return self.parameters.defaults()
-
-    def with_parameters(self, parameters: ParameterSet) -> "FastModel":
-        return dataclasses.replace(self, parameters=parameters)
-
     def expected(self, params) -> jax.Array:
         return fast_expected(self, params)
 
     def nll(self, params, data) -> jax.Array:
         return fast_nll(self, params, data)
-
-    def asimov(self, params=None) -> jax.Array:
-        return fast_expected(self, self.defaults() if params is None else params)
-
-    def pseudo_data(self, key, params=None, n_toys: int | None = None) -> jax.Array:
-        mu = self.asimov(params)
-        shape = mu.shape if n_toys is None else (n_toys,) + mu.shape
-        return jax.random.poisson(key, mu, shape=shape).astype(mu.dtype)
 
 
 @jax.jit

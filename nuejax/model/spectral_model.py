@@ -54,9 +54,34 @@ class SignalComponent:
     norm: str = field(metadata=dict(static=True))
 
 
+class ModelMethods:
+    """Conveniences shared by every model class that defines ``parameters``, ``n_obs``-sized
+    ``expected(params)`` and ``nll(params, data)``."""
+
+    def defaults(self) -> dict:
+        return self.parameters.defaults()
+
+    def with_parameters(self, parameters: ParameterSet):
+        """The same model with a different parameter description (e.g. after ``fix``/``release``)."""
+        missing = set(self.parameters.names) - set(parameters.names)
+        if missing:
+            raise ValueError(f"parameter set lacks {sorted(missing)}")
+        return dataclasses.replace(self, parameters=parameters)
+
+    def asimov(self, params=None) -> jax.Array:
+        """Asimov data set: the expected spectrum at ``params`` (default: the defaults)."""
+        return self.expected(self.defaults() if params is None else params)
+
+    def pseudo_data(self, key, params=None, n_toys: int | None = None) -> jax.Array:
+        """Poisson pseudo-data from ``params``: shape (n_obs,) or (n_toys, n_obs)."""
+        mu = self.asimov(params)
+        shape = mu.shape if n_toys is None else (n_toys,) + mu.shape
+        return jax.random.poisson(key, mu, shape=shape).astype(mu.dtype)
+
+
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class SpectralModel:
+class SpectralModel(ModelMethods):
     """Fixed tensors of a binned ν–e spectral model plus its static parameter description."""
 
     signals: tuple
@@ -77,32 +102,11 @@ class SpectralModel:
     def signal_names(self) -> tuple:
         return tuple(s.name for s in self.signals)
 
-    def with_parameters(self, parameters: ParameterSet) -> "SpectralModel":
-        """The same model with a different parameter description (e.g. after ``fix``/``release``)."""
-        missing = set(self.parameters.names) - set(parameters.names)
-        if missing:
-            raise ValueError(f"parameter set lacks {sorted(missing)}")
-        return dataclasses.replace(self, parameters=parameters)
-
-    # convenience wrappers ---------------------------------------------------------------------
-    def defaults(self) -> dict:
-        return self.parameters.defaults()
-
     def expected(self, params) -> jax.Array:
         return expected(self, params)
 
     def nll(self, params, data) -> jax.Array:
         return nll(self, params, data)
-
-    def asimov(self, params=None) -> jax.Array:
-        """Asimov data set: the expected spectrum at ``params`` (default: the defaults)."""
-        return expected(self, self.defaults() if params is None else params)
-
-    def pseudo_data(self, key, params=None, n_toys: int | None = None) -> jax.Array:
-        """Poisson pseudo-data from ``params``: shape (n_obs,) or (n_toys, n_obs)."""
-        mu = self.asimov(params)
-        shape = mu.shape if n_toys is None else (n_toys,) + mu.shape
-        return jax.random.poisson(key, mu, shape=shape).astype(mu.dtype)
 
     def check(self, params, data) -> None:
         """Eager validation: parameters in bounds, data valid, expectation > 0 wherever data > 0."""
