@@ -54,6 +54,11 @@ def test_cost_follows_the_iminuit_protocol(models):
         m = Minuit(cost, *x0)  # directly usable
     m.migrad()
     assert m.valid and m.values["eps_ee_L"] == pytest.approx(0.05, abs=1e-3)
+    with pytest.warns(Warning, match="hessian overrides g2"):
+        ma = Minuit(cost, x0)  # the array form: iminuit then calls cost(array)
+    ma.migrad()
+    assert ma.valid and ma.values[0] == pytest.approx(0.05, abs=1e-3)
+    assert tuple(ma.parameters) == cost.names and ma.limits[cost.names.index("mu_nu")] == (0.0, 100.0)
 
 
 def test_minuit_fit_recovers_asimov_truth_with_autodiff_errors(models):

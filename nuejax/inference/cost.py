@@ -62,8 +62,13 @@ class NLLCost:
             p[n] = jnp.asarray(x[i])
         return p
 
+    @staticmethod
+    def _vector(x):
+        """iminuit calls ``cost(*values)``, or ``cost(array)`` after ``Minuit(cost, x0_array)``."""
+        return np.asarray(x[0] if len(x) == 1 and np.ndim(x[0]) == 1 else x, dtype=float)
+
     def _eval(self, x):
-        x = np.asarray(x, dtype=float)
+        x = self._vector(x)
         if self._cache_x is None or not np.array_equal(x, self._cache_x):
             v, g = self._vg(jnp.asarray(x), self.base, self.data)
             self._cache_x, self._cache = x.copy(), (float(v), np.asarray(g))
@@ -80,8 +85,7 @@ class NLLCost:
     def hessian(self, *x) -> np.ndarray:
         """Exact autodiff Hessian of -2 ln L, at ``hessian(*values)`` (iminuit's convention, which
         MIGRAD and HESSE use when present) or ``hessian(array)``."""
-        x = x[0] if len(x) == 1 and np.ndim(x[0]) == 1 else x
-        return np.asarray(self._hess(jnp.asarray(np.asarray(x, dtype=float)), self.base, self.data))
+        return np.asarray(self._hess(jnp.asarray(self._vector(x)), self.base, self.data))
 
     def g2(self, *x) -> np.ndarray:
         """Diagonal of the Hessian. iminuit 2.33 warns that it has no effect next to ``hessian``,
