@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from nuejax.detector import ResponseParams, quenching_table
-from nuejax.detector.montecarlo import ResponseHistogram, expected_histogram, toy_mc_histogram
+from nuejax.detector.montecarlo import expected_histogram, toy_mc_histogram
 from nuejax.detector.response import unit_bin_edges
 from nuejax.io import read_response_histogram, read_template, write_hists
 from nuejax.model.borexino_like import signal_component
-from nuejax.physics import NewPhysics, OscillationParams, build_source, event_rate, recoil_spectrum, uniform_recoil_edges
+from nuejax.physics import NewPhysics, build_source, event_rate, recoil_spectrum, uniform_recoil_edges
 from nuejax.reweighting import normalized_reference, response_matrix, reweighted_spectrum, transfer_kernel
 
 TABLE = quenching_table()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constants import M_E
 from ..io.borexino import BorexinoShape, packaged_borexino_shape
 from ..physics.beta import beta_kinetic_spectrum
 from .response import (
@@ -39,7 +40,6 @@ from .response import (
 
 __all__ = ["BACKGROUNDS", "background_template", "template_from_shape", "beta_template"]
 
-_M_E = 0.51099895
 
 
 def _c_bi210(W, p, q):
@@ -114,7 +114,7 @@ def background_template(name: str, obs_edges, params: ResponseParams, table: Que
     if kind == "beta+gamma":
         Q, Z, A, positron, C = args
         return beta_template(obs_edges, params, table, Q, Z, A, positron=positron, shape_factor=C,
-                             extra_electrons=(_M_E, _M_E))
+                             extra_electrons=(M_E, M_E))
     if kind == "peak":
         (e_eq,) = args
         mu = params.light_yield * e_eq

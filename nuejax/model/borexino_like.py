@@ -10,7 +10,6 @@ illustrative Borexino Phase-II-like values (Borexino, Nature 562, 505 (2018); ¹
 
 from __future__ import annotations
 
-import math
 
 import jax.numpy as jnp
 import numpy as np
@@ -22,7 +21,7 @@ from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import precompute_spectrum
 from ..physics.solar import SUBCOMPONENT_NAMES
-from ..physics.spectra import SolarSource, build_source, event_rate, recoil_spectrum, uniform_recoil_edges
+from ..physics.spectra import build_source, event_rate, recoil_spectrum, uniform_recoil_edges
 from ..precision import resolve_dtype
 from ..reweighting import response_matrix, transfer_kernel
 from .parameters import Parameter, ParameterSet

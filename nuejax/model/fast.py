@@ -30,7 +30,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..physics.cross_section import NewPhysics
 from ..physics.precomputed import coefficients_from_probes, probe_points
 from ..physics.spectra import recoil_spectrum
 from .likelihood import poisson_nll

@@ -23,10 +23,8 @@ to fall as :math:`n_T^{-2}` (midpoint rule).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
