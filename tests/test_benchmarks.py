@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # ~1 min: part of the slow job (README), keeps the default run well under 10 min
 def test_quick_benchmark_json():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--json"],
                          capture_output=True, text=True, check=True, timeout=600)
