@@ -57,15 +57,16 @@ class ResponseHistogram:
 
 
 def joint_response(source: SolarSource, t_edges, obs_edges, params: ResponseParams, table: QuenchingTable,
-                   osc: OscillationParams = OscillationParams(), *, radiative: bool = True,
-                   n_bin_quad: int = 4, n_sub: int = 1):
-    r""":math:`J_{ij} = \int_{T_i} f_T^{SM}(T) P(j\mid T) dT` in :math:`\sigma_0` units (a jax array).
+                   osc: OscillationParams = OscillationParams(), *, physics: NewPhysics = NewPhysics(),
+                   radiative: bool = True, n_bin_quad: int = 4, n_sub: int = 1):
+    r""":math:`J_{ij} = \int_{T_i} f_T(T) P(j\mid T) dT` in :math:`\sigma_0` units (a jax array).
 
-    Differentiable in the response ``params`` (light yield, kB, resolution) and in ``osc``.
-    ``n_bin_quad`` x ``n_sub`` quadrature nodes per recoil bin (see
+    ``f_T`` is the SM spectrum unless ``physics`` says otherwise (the closure test folds a modified
+    spectrum directly). Differentiable in the response ``params`` (light yield, kB, resolution)
+    and in ``osc``. ``n_bin_quad`` x ``n_sub`` quadrature nodes per recoil bin (see
     :func:`~nuejax.physics.spectra.recoil_bin_quadrature`).
     """
-    T, wf = recoil_bin_quadrature(source, t_edges, NewPhysics(), osc, radiative=radiative,
+    T, wf = recoil_bin_quadrature(source, t_edges, physics, osc, radiative=radiative,
                                   n_bin_quad=n_bin_quad, n_sub=n_sub, in_sigma0_units=True)
     P = bin_probabilities(T, obs_edges, params, table)  # (L, n_T, q, n_obs)
     return jnp.einsum("lnq,lnqj->nj", wf, P)

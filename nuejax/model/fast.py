@@ -30,29 +30,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..physics.precomputed import coefficients_from_probes, probe_points
+from ..physics.precomputed import coefficients_from_probes, nsi_coefficients, probe_points
 from ..physics.spectra import recoil_spectrum
 from .likelihood import poisson_nll
 from .parameters import ParameterSet
-from .spectral_model import MU_NU_UNIT, ModelMethods, SpectralModel, osc_from_params
+from .spectral_model import MU_NU_UNIT, ModelMethods, SpectralModel, osc_from_params, physics_from_params
 
 __all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "N_BASIS", "OSC_PARAMS"]
 
 OSC_PARAMS = ("sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23")
-_FLAV = ("ee", "mumu", "tautau")
 N_BASIS = 1 + 5 * 3 + 1
 
 
 def basis_coefficients(params) -> jax.Array:
     """Coefficients c_b(ε, μ) of the basis, in the order of
     :func:`~nuejax.physics.precomputed.coefficients_from_probes`; μ in 1e-11 μ_B."""
-    zero = jnp.zeros(())
-    c = [jnp.ones(())]
-    for fl in _FLAV:
-        eL, eR = params.get(f"eps_{fl}_L", zero), params.get(f"eps_{fl}_R", zero)
-        c += [eL, eR, eL**2, eR**2, eL * eR]
-    c.append(params.get("mu_nu", zero) ** 2)
-    return jnp.stack(c)
+    phys = physics_from_params(params)
+    mu = params.get("mu_nu", jnp.zeros(()))
+    nsi = nsi_coefficients(phys.eps_L, phys.eps_R).ravel()
+    return jnp.concatenate([jnp.ones(1, dtype=nsi.dtype), nsi, (mu**2)[None]])
 
 
 @jax.tree_util.register_dataclass

@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .cross_section import NewPhysics, _gauss_legendre_regularised, dsigma_dT, e_min
+from .cross_section import NewPhysics, dsigma_dT
 from .oscillation import OscillationParams
-from .spectra import SolarSource, _interp_uniform, _weighted_flavour_table
+from .spectra import SolarSource, _interp_uniform, _weighted_flavour_table, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
            "probe_points", "coefficients_from_probes"]
@@ -88,11 +88,7 @@ def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_qua
         E = jnp.broadcast_to(source.energies, T.shape + source.energies.shape)
         W = jnp.ones_like(E)
     else:
-        x, w = _gauss_legendre_regularised(n_quad)
-        e_end = source.energies[-1]
-        lo = jnp.minimum(e_min(T), e_end)
-        E = lo[:, None] + (e_end - lo)[:, None] * x
-        W = (e_end - lo)[:, None] * w
+        E, W = energy_nodes(source, T, n_quad)
     probes = probe_points(mu_unit)
     xs = jax.vmap(lambda p: dsigma_dT(T[:, None], E, p, radiative=radiative, in_sigma0_units=True))(probes)
     c = coefficients_from_probes(xs)  # (17, n_T, q, 3)

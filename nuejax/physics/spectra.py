@@ -47,6 +47,7 @@ __all__ = [
     "build_source",
     "recoil_spectrum",
     "binned_recoil_spectrum",
+    "energy_nodes",
     "recoil_bin_quadrature",
     "uniform_recoil_edges",
     "differential_rate",
@@ -133,6 +134,16 @@ def _interp_uniform(x, grid, values):
     return jnp.where(inside[..., None], out, 0.0)
 
 
+def energy_nodes(source: SolarSource, T, n_quad: int):
+    """Neutrino-energy nodes and weights of Eq. (fT) for a continuum: an end-point regularised
+    ``n_quad``-node Gauss-Legendre rule on [E_min(T), E_end] for each ``T``; shapes ``T.shape + (q,)``."""
+    x, w = _gauss_legendre_regularised(n_quad)
+    e_end = source.energies[-1]
+    lo = jnp.minimum(e_min(T), e_end)
+    width = (e_end - lo)[..., None]
+    return lo[..., None] + width * x, width * w
+
+
 def _weighted_flavour_table(source: SolarSource, osc: OscillationParams):
     """:math:`w(E) \\bar P_{e\\alpha}(E)` on the source's energies, shape (n, 3)."""
     return source.weights[:, None] * flavour_probabilities(source.energies, osc, source.profile)
@@ -154,14 +165,10 @@ def recoil_spectrum(source: SolarSource, T, physics: NewPhysics = NewPhysics(),
     if source.is_line:
         xs = dsigma_dT(T[..., None], source.energies, physics, **kw)  # (..., L, 3)
         return jnp.einsum("...lf,lf->...", xs, table)
-    e_end = source.energies[-1]
-    x, w = _gauss_legendre_regularised(n_quad)
-    lo = jnp.minimum(e_min(T), e_end)
-    width = e_end - lo
-    E = lo[..., None] + width[..., None] * x  # (..., q)
+    E, W = energy_nodes(source, T, n_quad)  # (..., q)
     g = _interp_uniform(E, source.energies, table)  # (..., q, 3)
     xs = dsigma_dT(T[..., None], E, physics, **kw)  # (..., q, 3)
-    return jnp.einsum("...q,...qf,...qf->...", width[..., None] * w, g, xs)
+    return jnp.einsum("...q,...qf,...qf->...", W, g, xs)
 
 
 def uniform_recoil_edges(t_hi: float, n_T: int = 2000, t_lo: float = 0.0, dtype=None):
@@ -265,11 +272,8 @@ def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
         sig = sigma_total(source.energies, physics, T_min=th, radiative=radiative, in_sigma0_units=True)
         cross = jnp.sum(sig * table)
     else:
-        x, w = _gauss_legendre_regularised(n_quad)
-        e_end = source.energies[-1]
-        lo = jnp.minimum(e_min(th), e_end)
-        E = lo + (e_end - lo) * x
+        E, W = energy_nodes(source, th, n_quad)
         g = _interp_uniform(E, source.energies, table)
         sig = sigma_total(E, physics, T_min=th, radiative=radiative, in_sigma0_units=True)
-        cross = jnp.sum((e_end - lo) * w[:, None] * g * sig)
+        cross = jnp.sum(W[:, None] * g * sig)
     return rate_per_day_factor(source, n_electrons, in_sigma0_units=True) * cross

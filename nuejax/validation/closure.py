@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from ..detector.montecarlo import ResponseHistogram
-from ..detector.response import ResponseParams, bin_probabilities, quenching_table, unit_bin_edges
+from ..detector.montecarlo import ResponseHistogram, joint_response
+from ..detector.response import ResponseParams, quenching_table, unit_bin_edges
 from ..physics.cross_section import NewPhysics, t_max
 from ..physics.oscillation import OscillationParams
 from ..physics.spectra import build_source, recoil_bin_quadrature, recoil_spectrum, uniform_recoil_edges
@@ -64,11 +64,9 @@ class ClosureResult:
 
 
 def _fold(source, edges_T, physics, osc, obs_edges, params, table, n_sub):
-    """Fold f_T(physics) with P(j|T) per recoil bin: (n_T, n_obs), on n_sub x 6 nodes per bin."""
-    T, wf = recoil_bin_quadrature(source, edges_T, physics, osc, radiative=False, n_bin_quad=_FINE_NODES,
-                                  n_sub=n_sub, in_sigma0_units=True)
-    P = bin_probabilities(T, obs_edges, params, table)
-    return jnp.einsum("lnq,lnqj->nj", wf, P)
+    """Modified spectrum folded with P(j|T) per recoil bin, on n_sub x 6 nodes per bin (tree level)."""
+    return joint_response(source, edges_T, obs_edges, params, table, osc, physics=physics, radiative=False,
+                          n_bin_quad=_FINE_NODES, n_sub=n_sub)
 
 
 def closure_case(n_T: int, physics: NewPhysics, *, osc: OscillationParams = OscillationParams(),
