@@ -162,3 +162,25 @@ def test_injection_recovery(full_model, case):
     assert r.scan.values[np.argmin(r.scan.nll)] == pytest.approx(r.injected)
     lo, hi = r.interval_90
     assert lo < r.injected < hi
+
+
+def test_second_cost_and_scan_reuse_the_compiled_code(models):
+    """A new NLLCost (each fit makes one) or a second scan of the same shape must not recompile:
+    the jitted functions take the model as an argument and are cached at module level."""
+    from nuejax.inference import cost as cost_mod
+    from nuejax.inference import scan as scan_mod
+
+    m, fm, data = models
+    for _ in range(2):
+        c = NLLCost(m, data)
+        c.grad(np.array([float(c.base[n]) for n in c.names]))
+    n_cost = cost_mod._value_and_grad._cache_size()
+    c = NLLCost(m, data)
+    c.grad(np.array([float(c.base[n]) for n in c.names]))
+    assert cost_mod._value_and_grad._cache_size() == n_cost
+    grid = np.linspace(0.0, 0.1, 4)
+    rf = fit(fm, data)
+    profile_scan(fm, data, "eps_ee_L", grid, global_fit=rf)
+    n_scan = scan_mod._compiled.cache_info().currsize
+    profile_scan(fm, data, "eps_ee_L", grid + 0.01, global_fit=rf)
+    assert scan_mod._compiled.cache_info().currsize == n_scan

@@ -9,6 +9,7 @@ bins, ``grad`` the exact autodiff gradient, ``hessian`` the exact autodiff Hessi
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 import jax
@@ -16,6 +17,19 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["NLLCost"]
+
+
+def _nll_of_vector(x, model, base, data, names):
+    # The model is an argument, not a closure: its tensors stay device buffers instead of being
+    # baked into the compiled program as constants (slow compiles, constant folding).
+    p = dict(base)
+    for i, n in enumerate(names):
+        p[n] = x[i]
+    return model.nll(p, data)
+
+
+_value_and_grad = jax.jit(jax.value_and_grad(_nll_of_vector), static_argnames="names")
+_hessian = jax.jit(jax.hessian(_nll_of_vector), static_argnames="names")
 
 
 class NLLCost:
@@ -35,17 +49,11 @@ class NLLCost:
             ps[n]
         self.base = {**ps.defaults(), **({k: jnp.asarray(v) for k, v in fixed.items()} if fixed else {})}
         self._parameters = {n: (ps[n].lower, ps[n].upper) for n in self.names}
-        names_ = self.names
-
-        def f(x, base, data):
-            p = dict(base)
-            for i, n in enumerate(names_):
-                p[n] = x[i]
-            return model.nll(p, data)
-
-        self._f = jax.jit(f)
-        self._vg = jax.jit(jax.value_and_grad(f))
-        self._hess = jax.jit(jax.hessian(f))
+        # The jitted functions are module-level, so a new cost object with
+        # the same model structure and free names reuses the compiled code: a second fit does
+        # not recompile.
+        self._vg = functools.partial(_value_and_grad, names=self.names)
+        self._hess = functools.partial(_hessian, names=self.names)
         self._cache_x = None
         self._cache = None
         self.n_value = 0
@@ -70,7 +78,7 @@ class NLLCost:
     def _eval(self, x):
         x = self._vector(x)
         if self._cache_x is None or not np.array_equal(x, self._cache_x):
-            v, g = self._vg(jnp.asarray(x), self.base, self.data)
+            v, g = self._vg(jnp.asarray(x), self.model, self.base, self.data)
             self._cache_x, self._cache = x.copy(), (float(v), np.asarray(g))
         return self._cache
 
@@ -85,7 +93,7 @@ class NLLCost:
     def hessian(self, *x) -> np.ndarray:
         """Exact autodiff Hessian of -2 ln L, at ``hessian(*values)`` (iminuit's convention, which
         MIGRAD and HESSE use when present) or ``hessian(array)``."""
-        return np.asarray(self._hess(jnp.asarray(self._vector(x)), self.base, self.data))
+        return np.asarray(self._hess(jnp.asarray(self._vector(x)), self.model, self.base, self.data))
 
     def g2(self, *x) -> np.ndarray:
         """Diagonal of the Hessian. iminuit 2.33 warns that it has no effect next to ``hessian``,

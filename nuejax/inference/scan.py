@@ -8,6 +8,7 @@ minimum, which is found by a fit with the scanned parameters free as well.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable, Mapping, Sequence
 
@@ -15,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .cost import _hessian
 from .newton import newton_minimize
 from .results import FitResult, Scan2DResult, ScanResult
 
@@ -31,19 +33,29 @@ def _setup(model, data, fixed_names, profile, init):
     return profile, base, lo, hi, jnp.asarray(data)
 
 
-def _solver(model, profile, fixed_names, lo, hi, n_iter):
-    def solve(fixed_vals, base, data, x0):
-        def f(x):
-            p = dict(base)
-            for i, n in enumerate(fixed_names):
-                p[n] = fixed_vals[i]
-            for i, n in enumerate(profile):
-                p[n] = x[i]
-            return model.nll(p, data)
+def _solve(fixed_vals, model, base, data, x0, *, lo, hi, profile, fixed_names, n_iter):
+    # The model is an argument, not a closure: no baked-in constants, and the compiled code is
+    # reused by every call with the same structure (see _compiled).
+    def f(x):
+        p = dict(base)
+        for i, n in enumerate(fixed_names):
+            p[n] = fixed_vals[i]
+        for i, n in enumerate(profile):
+            p[n] = x[i]
+        return model.nll(p, data)
 
-        return newton_minimize(f, x0, lo, hi, n_iter=n_iter)
+    return newton_minimize(f, x0, np.asarray(lo), np.asarray(hi), n_iter=n_iter)
 
-    return solve
+
+@functools.lru_cache(maxsize=None)
+def _compiled(profile: tuple, fixed_names: tuple, lo: tuple, hi: tuple, n_iter: int, batched: bool):
+    """The jitted (and, for scans, vmapped over the fixed values) solver; cached so that a second
+    scan or fit of the same shape does not recompile. The bounds are static (they choose the
+    reparametrisation of each parameter)."""
+    solve = functools.partial(_solve, lo=lo, hi=hi, profile=profile, fixed_names=fixed_names, n_iter=n_iter)
+    if batched:
+        solve = jax.vmap(solve, in_axes=(0, None, None, None, None))
+    return jax.jit(solve)
 
 
 def newton_fit(model, data, init: Mapping | None = None, *, names=None, n_iter: int = 80) -> FitResult:
@@ -53,14 +65,10 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, n_iter: 
     """
     t0 = time.perf_counter()
     names, base, lo, hi, data = _setup(model, data, (), names, init)
-    solve = jax.jit(_solver(model, names, (), lo, hi, n_iter))
     x0 = jnp.stack([base[n] for n in names])
-    res = solve(jnp.zeros(0), base, data, x0)
+    res = _compiled(tuple(names), (), *_static(lo, hi), int(n_iter), False)(jnp.zeros(0), model, base, data, x0)
 
-    def f(x):
-        return model.nll({**base, **{n: x[i] for i, n in enumerate(names)}}, data)
-
-    H = np.asarray(jax.hessian(f)(res.x))
+    H = np.asarray(_hessian(res.x, model, base, data, names=tuple(names)))
     cov = 2.0 * np.linalg.pinv(H)
     x = np.asarray(res.x)
     params = {**base, **{n: jnp.asarray(x[i]) for i, n in enumerate(names)}}
@@ -71,14 +79,17 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, n_iter: 
                      minimizer="newton", seconds=time.perf_counter() - t0)
 
 
-def _batched(solve, grid, base, data, x0, chunk, progress, label):
-    """Run ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per chunk)."""
-    run = jax.jit(jax.vmap(solve, in_axes=(0, None, None, None)))
+def _static(lo, hi):
+    return tuple(float(v) for v in np.asarray(lo)), tuple(float(v) for v in np.asarray(hi))
+
+
+def _batched(solve, grid, model, base, data, x0, chunk, progress, label):
+    """Run the batched ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per chunk)."""
     n = grid.shape[0]
     chunk = n if chunk is None else max(1, int(chunk))
     outs = []
     for start in range(0, n, chunk):
-        outs.append(run(grid[start:start + chunk], base, data, x0))
+        outs.append(solve(grid[start:start + chunk], model, base, data, x0))
         if progress is not None and n > chunk:
             jax.block_until_ready(outs[-1].fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
@@ -100,8 +111,8 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
     if global_fit is None:
         global_fit = newton_fit(model, data, init, names=(name, *profile))
     start = jnp.stack([jnp.asarray(global_fit.params[n]) for n in profile])
-    solve = _solver(model, profile, (name,), lo, hi, n_iter)
-    res = _batched(solve, values[:, None], base, data, start, chunk, progress, f"scan {name}")
+    solve = _compiled(profile, (name,), *_static(lo, hi), int(n_iter), True)
+    res = _batched(solve, values[:, None], model, base, data, start, chunk, progress, f"scan {name}")
     nll = np.asarray(res.fun)
     nll_min = min(float(global_fit.fval), float(nll.min()))
     return ScanResult(name, np.asarray(values), nll, nll_min, float(global_fit.values[name]), profile,
@@ -120,8 +131,8 @@ def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=No
     if global_fit is None:
         global_fit = newton_fit(model, data, init, names=(*names, *profile))
     start = jnp.stack([jnp.asarray(global_fit.params[n]) for n in profile])
-    solve = _solver(model, profile, tuple(names), lo, hi, n_iter)
-    res = _batched(solve, grid, base, data, start, chunk, progress, f"scan {names[0]} x {names[1]}")
+    solve = _compiled(profile, tuple(names), *_static(lo, hi), int(n_iter), True)
+    res = _batched(solve, grid, model, base, data, start, chunk, progress, f"scan {names[0]} x {names[1]}")
     nll = np.asarray(res.fun).reshape(len(vx), len(vy))
     return Scan2DResult(tuple(names), vx, vy, nll, min(float(global_fit.fval), float(nll.min())), profile,
                         np.asarray(res.converged).reshape(len(vx), len(vy)), time.perf_counter() - t0)

@@ -22,11 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cross_section import NewPhysics, dsigma_dT
-from .oscillation import OscillationParams
-from .spectra import SolarSource, _interp_uniform, _weighted_flavour_table, energy_nodes
+from .oscillation import OscillationParams, ProductionProfile, flavour_probabilities
+from .spectra import SolarSource, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
-           "probe_points", "coefficients_from_probes"]
+           "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra"]
 
 
 def probe_points(mu_unit: float) -> NewPhysics:
@@ -66,18 +66,37 @@ def nsi_coefficients(eps_L, eps_R):
 class PrecomputedSpectrum:
     """Fixed tensors for :func:`precomputed_recoil_spectrum` (a PyTree).
 
-    ``energies`` (n_T, q) neutrino-energy nodes (for lines: (1, L), the line energies);
-    ``weights`` (n_T, q) quadrature weights (lines: ones); ``sm`` (n_T, q, 3), ``nsi``
-    (3, 5, n_T, q) and ``mm`` (n_T, q, 3) the cross-section coefficients in σ0 units (``mm`` per
-    unit of ``mu_unit``²).
+    ``energies`` (n_T, q) neutrino-energy nodes (for lines: the line energies); ``weights``
+    (n_T, q) quadrature weights, zero where a node lies outside the source's table (lines: ones);
+    ``index``/``frac`` (n_T, q) the linear-interpolation position of every node in the source
+    table (fixed, so a call gathers instead of searching; lines: the line index and 0);
+    ``sm`` (3, n_T, q), ``nsi`` (five arrays (3, n_T, q): the terms ε_L, ε_R, ε_L², ε_R²,
+    ε_L ε_R of each flavour) and ``mm`` (3, n_T, q) the cross-section coefficients in σ0 units
+    (``mm`` per unit of ``mu_unit``²), flavour axis first.
     """
 
     energies: jax.Array
     weights: jax.Array
+    index: jax.Array
+    frac: jax.Array
     sm: jax.Array
-    nsi: jax.Array
+    nsi: tuple
     mm: jax.Array
     mu_unit: float = field(metadata=dict(static=True))
+
+
+def _node_positions(source: SolarSource, E):
+    """Interpolation index, fraction and inside-mask of nodes ``E`` in the source's uniform grid."""
+    grid = np.asarray(source.energies, dtype=np.float64)
+    n = grid.shape[0]
+    E = np.asarray(E, dtype=np.float64)
+    if source.is_line:
+        index = np.broadcast_to(np.arange(n), E.shape)
+        return index, np.zeros(E.shape), np.ones(E.shape, dtype=bool)
+    pos = (E - grid[0]) / ((grid[-1] - grid[0]) / (n - 1))
+    index = np.clip(np.floor(pos).astype(np.int64), 0, n - 2)
+    inside = (E >= grid[0]) & (E <= grid[-1])
+    return index, pos - index, inside
 
 
 def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48,
@@ -91,22 +110,101 @@ def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_qua
         E, W = energy_nodes(source, T, n_quad)
     probes = probe_points(mu_unit)
     xs = jax.vmap(lambda p: dsigma_dT(T[:, None], E, p, radiative=radiative, in_sigma0_units=True))(probes)
-    c = coefficients_from_probes(xs)  # (17, n_T, q, 3)
-    nsi = jnp.stack([c[1 + 5 * a:6 + 5 * a, ..., a] for a in range(3)])  # (3, 5, n_T, q)
-    return PrecomputedSpectrum(E, W, c[0], nsi, c[16], float(mu_unit))
+    c = jnp.moveaxis(coefficients_from_probes(xs), -1, 1)  # (17, 3, n_T, q): flavour-major
+    nsi = tuple(jnp.stack([c[1 + 5 * a + k, a] for a in range(3)]) for k in range(5))
+    index, frac, inside = _node_positions(source, E)
+    dt = source.energies.dtype
+    return PrecomputedSpectrum(E, jnp.where(jnp.asarray(inside), W, 0.0), jnp.asarray(index, dtype=jnp.int32),
+                               jnp.asarray(frac, dtype=dt), c[0], nsi, c[16], float(mu_unit))
+
+
+def _node_values(table, pre: PrecomputedSpectrum):
+    """The table (n, 3) linearly interpolated at the nodes, times the quadrature weights: (3, n_T, q).
+
+    A zero row is appended so that a line's ``index + 1`` stays in range (its ``frac`` is 0)."""
+    t = jnp.concatenate([table, jnp.zeros_like(table[:1])]).T
+    return pre.weights * (t[:, pre.index] * (1.0 - pre.frac) + t[:, pre.index + 1] * pre.frac)
+
+
+def _contract(wg, pre: PrecomputedSpectrum, physics: NewPhysics):
+    """f(T_i) = sum over nodes and flavours of the weighted table times the cross section.
+
+    The cross section at the nodes is assembled elementwise from coefficient arrays that share
+    the flavour-major layout (3, n_T, q) of ``wg``, one array per NSI term, so that XLA fuses the
+    contraction into one multiply-and-reduce pass (einsums, a flavour-minor layout or slices of
+    one stacked NSI array each made XLA:CPU several times slower; docs/benchmarks.md)."""
+    c = nsi_coefficients(physics.eps_L, physics.eps_R)  # (3, 5)
+    mu = jnp.broadcast_to(jnp.asarray(physics.mu_nu), (3,)) / pre.mu_unit
+    xs = pre.sm + (mu**2)[:, None, None] * pre.mm
+    for k in range(5):
+        xs = xs + c[:, k, None, None] * pre.nsi[k]
+    return jnp.sum(wg * xs, axis=(0, 2))
+
+
+def _spectrum(energies, weights, profile, pre, physics, osc):
+    table = weights[:, None] * flavour_probabilities(energies, osc, profile)  # λ(E) P_eα(E), (n, 3)
+    return _contract(_node_values(table, pre), pre, physics)
 
 
 def precomputed_recoil_spectrum(source: SolarSource, pre: PrecomputedSpectrum, physics: NewPhysics,
                                 osc: OscillationParams):
     r""":math:`f_T(T_i)` in σ0 units at the precomputed recoil energies; equals
     :func:`~nuejax.physics.spectra.recoil_spectrum` (``in_sigma0_units=True``) to rounding."""
-    table = _weighted_flavour_table(source, osc)  # (n, 3): lambda * P_ealpha on the source grid
-    if source.is_line:
-        g = jnp.broadcast_to(table, pre.energies.shape + (3,))
-    else:
-        g = _interp_uniform(pre.energies, source.energies, table)  # (n_T, q, 3)
-    wg = pre.weights[..., None] * g
-    f = jnp.einsum("nqa,nqa->n", wg, pre.sm)
-    f = f + jnp.einsum("ak,aknq,nqa->n", nsi_coefficients(physics.eps_L, physics.eps_R), pre.nsi, wg)
-    mu = jnp.broadcast_to(jnp.asarray(physics.mu_nu), (3,)) / pre.mu_unit
-    return f + jnp.einsum("a,nqa,nqa->n", mu**2, pre.mm, wg)
+    return _spectrum(source.energies, source.weights, source.profile, pre, physics, osc)
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class SpectrumGroup:
+    """Several spectra of equal shapes stacked on a leading axis (a PyTree), so that one
+    vectorised evaluation (:func:`group_recoil_spectra`) replaces a loop over components: on a
+    GPU a loop costs a kernel launch per operation and component.
+
+    ``energies``/``weights`` (g, n) the sources' tables; ``profile`` their production zones
+    (g, n_r), padded with zero-weight zones to a common n_r (exact); ``pre`` the stacked
+    :class:`PrecomputedSpectrum`.
+    """
+
+    energies: jax.Array
+    weights: jax.Array
+    profile: ProductionProfile
+    pre: PrecomputedSpectrum
+
+
+def _shape_key(source: SolarSource, pre: PrecomputedSpectrum):
+    return (source.is_line, source.energies.shape, pre.energies.shape, pre.sm.shape, pre.mu_unit)
+
+
+def group_spectra(sources, pres) -> tuple:
+    """Stack ``(source, pre)`` pairs of equal shapes into :class:`SpectrumGroup` s.
+
+    Returns ``(groups, members)``: ``members[g]`` lists the input positions stacked in group g."""
+    keys, members = [], []
+    for i, (s, p) in enumerate(zip(sources, pres)):
+        k = _shape_key(s, p)
+        if k not in keys:
+            keys.append(k)
+            members.append([])
+        members[keys.index(k)].append(i)
+    groups = []
+    for idx in members:
+        n_r = max(int(sources[i].profile.n_e.shape[0]) for i in idx)
+
+        def pad(a, fill, n=n_r):
+            a = np.asarray(a)
+            return np.concatenate([a, np.full(n - a.shape[0], fill, dtype=a.dtype)])
+
+        n_e = np.stack([pad(sources[i].profile.n_e, np.asarray(sources[i].profile.n_e)[-1]) for i in idx])
+        zw = np.stack([pad(sources[i].profile.weight, 0.0) for i in idx])
+        dt = sources[idx[0]].energies.dtype
+        pre = jax.tree.map(lambda *a: jnp.stack(a), *[pres[i] for i in idx])
+        groups.append(SpectrumGroup(jnp.stack([sources[i].energies for i in idx]),
+                                    jnp.stack([sources[i].weights for i in idx]),
+                                    ProductionProfile(jnp.asarray(n_e, dtype=dt), jnp.asarray(zw, dtype=dt)), pre))
+    return tuple(groups), tuple(tuple(m) for m in members)
+
+
+def group_recoil_spectra(group: SpectrumGroup, physics: NewPhysics, osc: OscillationParams):
+    """:func:`precomputed_recoil_spectrum` of every spectrum of ``group`` at once: (g, n_T)."""
+    return jax.vmap(lambda e, w, prof, pre: _spectrum(e, w, prof, pre, physics, osc))(
+        group.energies, group.weights, group.profile, group.pre)
