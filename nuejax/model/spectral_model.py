@@ -54,6 +54,19 @@ class SignalComponent:
     norm: str = field(metadata=dict(static=True))
 
 
+class _Signals(tuple):
+    """A tuple of signal components that hashes and compares by identity, so that it can be
+    static metadata of a jitted model (arrays are not hashable)."""
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):
+        return self is other
+
+    def __ne__(self, other):
+        return self is not other
+
+
 class ModelMethods:
     """Conveniences shared by every model class that defines ``parameters``, ``n_obs``-sized
     ``expected(params)`` and ``nll(params, data)``."""
@@ -84,7 +97,10 @@ class ModelMethods:
 class SpectralModel(ModelMethods):
     """Fixed tensors of a binned ν–e spectral model plus its static parameter description."""
 
-    signals: tuple
+    #: The signal components (static, compared by identity): a call uses only the stacked
+    #: ``groups`` and ``kernels`` below, so the per-signal arrays are not passed to compiled
+    #: functions on every call (on a GPU each argument array costs dispatch time).
+    signals: tuple = field(metadata=dict(static=True))
     templates: jax.Array  # (n_bkg, n_obs), fraction of decays per bin
     mask: jax.Array  # (n_obs,) live-time mask M_j
     obs_edges: jax.Array  # (n_obs + 1,)
@@ -95,18 +111,22 @@ class SpectralModel(ModelMethods):
     n_quad: int = field(metadata=dict(static=True), default=48)
     #: Derived at construction (leave unset): the signals' spectra stacked into groups of equal
     #: shapes, the positions of each group's members, and the kernels stacked (n_sig, n_T, n_obs)
-    #: so that a call makes one vectorised pass per group and one fold, not one per signal.
+    #: (a tuple if their shapes differ), so that a call makes one vectorised pass per group and
+    #: one fold, not one per signal.
     groups: tuple = ()
     group_members: tuple = field(metadata=dict(static=True), default=())
-    kernels: jax.Array | None = None
+    kernels: jax.Array | tuple | None = None
 
     def __post_init__(self):
+        if not isinstance(self.signals, _Signals):
+            object.__setattr__(self, "signals", _Signals(self.signals))
         if self.signals and not self.groups:
             groups, members = group_spectra([s.source for s in self.signals], [s.pre for s in self.signals])
             object.__setattr__(self, "groups", groups)
             object.__setattr__(self, "group_members", members)
-            if len({s.kernel.shape for s in self.signals}) == 1:
-                object.__setattr__(self, "kernels", jnp.stack([s.kernel for s in self.signals]))
+            kernels = [s.kernel for s in self.signals]
+            same = len({k.shape for k in kernels}) == 1
+            object.__setattr__(self, "kernels", jnp.stack(kernels) if same else tuple(kernels))
 
     @property
     def n_obs(self) -> int:
@@ -172,11 +192,10 @@ def expected(model: SpectralModel, params) -> jax.Array:
     """Expected counts per observable bin, paper Eq. (mu_total)."""
     f = signal_spectra(model, params)
     a = jnp.stack([params[sig.norm] for sig in model.signals])
-    if model.kernels is not None:
-        # one matrix-vector product over all signals; flat, so no transpose of the kernel stack
+    if isinstance(model.kernels, tuple):  # kernels of different shapes: fold one by one
+        total = sum(a[k] * (f[k] @ kernel) for k, kernel in enumerate(model.kernels))
+    else:  # one matrix-vector product over all signals; flat, so no transpose of the kernel stack
         total = (a[:, None] * jnp.stack(f)).reshape(-1) @ model.kernels.reshape(-1, model.kernels.shape[-1])
-    else:  # kernels of different shapes: fold one by one
-        total = sum(a[k] * (f[k] @ sig.kernel) for k, sig in enumerate(model.signals))
     if model.background_names:
         rates = jnp.stack([params["rate_" + b] for b in model.background_names])
         total = total + rates @ model.templates
