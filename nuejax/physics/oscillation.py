@@ -135,7 +135,7 @@ def production_mean_cos2m(E, dm2, s12, s13, n_e, weight):
     return _zone_sum(weight, x * jax.lax.rsqrt(z))
 
 
-#: E-values per block of :func:`_zone_sums`.
+#: E-values per block of :func:`_zone_sums` on CPU (on accelerators: one block).
 _ZONE_BLOCK = 128
 
 
@@ -145,11 +145,14 @@ def _zone_sums(E, dm2, s12, s13, n_e, weight):
     Evaluated block by block over E (``lax.map``) so that the (block x zone) intermediates stay
     in cache: XLA:CPU does not fuse one elementwise producer into several reductions and, over
     the whole (E x zone) grid, wrote them to memory (measured 5.5 ms instead of 25-58 ms for
-    6 x 1000 x 1000 on 2 cores; docs/benchmarks.md)."""
+    6 x 1000 x 1000 on 2 cores; docs/benchmarks.md). On a GPU, where the three sums fuse, one
+    block."""
     shape = E.shape
     flat = E.reshape(-1)
     n = flat.shape[0]
-    n_pad = -n % _ZONE_BLOCK
+    # A GPU fuses the three sums in one pass and would run the block loop serially: one block.
+    block_size = _ZONE_BLOCK if jax.default_backend() == "cpu" else max(n, 1)
+    n_pad = -n % block_size
     flat = jnp.concatenate([flat, jnp.broadcast_to(flat[-1:], (n_pad,))])
 
     def block(Eb):
@@ -158,7 +161,7 @@ def _zone_sums(E, dm2, s12, s13, n_e, weight):
         inv3 = inv / z
         return _zone_sum(weight, x * inv), _zone_sum(weight, inv3), _zone_sum(weight, A * inv3)
 
-    sums = jax.lax.map(block, flat.reshape(-1, _ZONE_BLOCK))
+    sums = jax.lax.map(block, flat.reshape(-1, block_size))
     return tuple(v.reshape(-1)[:n].reshape(shape) for v in sums)
 
 
