@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cross_section import NewPhysics, dsigma_dT
-from .oscillation import OscillationParams, ProductionProfile, flavour_probabilities
-from .spectra import SolarSource, energy_nodes
+from .oscillation import OscillationParams, ProductionProfile, _is_zero
+from .spectra import SolarSource, _flavour_table, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
            "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra"]
@@ -142,8 +142,7 @@ def _contract(wg, pre: PrecomputedSpectrum, physics: NewPhysics):
 
 
 def _spectrum(energies, weights, profile, pre, physics, osc):
-    table = weights[:, None] * flavour_probabilities(energies, osc, profile)  # λ(E) P_eα(E), (n, 3)
-    return _contract(_node_values(table, pre), pre, physics)
+    return _contract(_node_values(_flavour_table(energies, weights, profile, osc), pre), pre, physics)
 
 
 def precomputed_recoil_spectrum(source: SolarSource, pre: PrecomputedSpectrum, physics: NewPhysics,
@@ -206,8 +205,7 @@ def group_spectra(sources, pres) -> tuple:
 
 def _group_tables(group: SpectrumGroup, osc: OscillationParams):
     """λ(E) P_eα(E) on every source table of the group: (g, n, 3)."""
-    return jax.vmap(lambda e, w, prof: w[:, None] * flavour_probabilities(e, osc, prof))(
-        group.energies, group.weights, group.profile)
+    return jax.vmap(lambda e, w, prof: _flavour_table(e, w, prof, osc))(group.energies, group.weights, group.profile)
 
 
 def _group_nodes(group: SpectrumGroup, tables):
@@ -225,10 +223,6 @@ def group_weighted_nodes(group: SpectrumGroup, osc: OscillationParams):
     contended atomic add of 10^6 nodes into a few thousand table entries. Forward mode and
     higher derivatives work; equal to plain autodiff to rounding (tests)."""
     return _group_nodes(group, _group_tables(group, osc))
-
-
-def _is_zero(t) -> bool:
-    return isinstance(t, jax.custom_derivatives.SymbolicZero)
 
 
 def _group_weighted_nodes_jvp(primals, tangents):

@@ -144,9 +144,14 @@ def energy_nodes(source: SolarSource, T, n_quad: int):
     return lo[..., None] + width * x, width * w
 
 
+def _flavour_table(energies, weights, profile, osc: OscillationParams):
+    """:math:`w(E) \\bar P_{e\\alpha}(E)` on a table of energies, shape (n, 3)."""
+    return weights[:, None] * flavour_probabilities(energies, osc, profile)
+
+
 def _weighted_flavour_table(source: SolarSource, osc: OscillationParams):
-    """:math:`w(E) \\bar P_{e\\alpha}(E)` on the source's energies, shape (n, 3)."""
-    return source.weights[:, None] * flavour_probabilities(source.energies, osc, source.profile)
+    """:func:`_flavour_table` on the source's own energies."""
+    return _flavour_table(source.energies, source.weights, source.profile, osc)
 
 
 def recoil_spectrum(source: SolarSource, T, physics: NewPhysics = NewPhysics(),
