@@ -174,7 +174,7 @@ def osc_from_params(p) -> OscillationParams:
     )
 
 
-def signal_spectra(model: SpectralModel, params) -> jax.Array:
+def signal_spectra(model: SpectralModel, params) -> list:
     """Recoil spectra f_T of all signals at ``params`` in σ0 units, a list in signal order
     (one vectorised evaluation per group of equally shaped spectra)."""
     phys = physics_from_params(params)
@@ -191,11 +191,12 @@ def signal_spectra(model: SpectralModel, params) -> jax.Array:
 def expected(model: SpectralModel, params) -> jax.Array:
     """Expected counts per observable bin, paper Eq. (mu_total)."""
     f = signal_spectra(model, params)
-    a = jnp.stack([params[sig.norm] for sig in model.signals])
+    total = jnp.zeros(model.n_obs, dtype=model.templates.dtype)
     if isinstance(model.kernels, tuple):  # kernels of different shapes: fold one by one
-        total = sum(a[k] * (f[k] @ kernel) for k, kernel in enumerate(model.kernels))
-    else:  # one matrix-vector product over all signals; flat, so no transpose of the kernel stack
-        total = (a[:, None] * jnp.stack(f)).reshape(-1) @ model.kernels.reshape(-1, model.kernels.shape[-1])
+        total = total + sum(params[s.norm] * (fk @ k) for s, fk, k in zip(model.signals, f, model.kernels))
+    elif model.kernels is not None:  # one matrix-vector product over all signals; flat: no transpose
+        a = jnp.stack([params[s.norm] for s in model.signals])
+        total = total + (a[:, None] * jnp.stack(f)).reshape(-1) @ model.kernels.reshape(-1, model.kernels.shape[-1])
     if model.background_names:
         rates = jnp.stack([params["rate_" + b] for b in model.background_names])
         total = total + rates @ model.templates
