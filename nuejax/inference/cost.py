@@ -47,7 +47,8 @@ class NLLCost:
         self.names = tuple(ps.free_names if names is None else names)
         for n in self.names:
             ps[n]
-        self.base = {**ps.defaults(), **({k: jnp.asarray(v) for k, v in fixed.items()} if fixed else {})}
+        # values() casts to the parameters' dtype: a weakly typed Python float would retrace
+        self.base = ps.values(fixed)
         self._parameters = {n: (ps[n].lower, ps[n].upper) for n in self.names}
         # The jitted functions are module-level, so a new cost object with
         # the same model structure and free names reuses the compiled code: a second fit does

@@ -28,7 +28,7 @@ def _setup(model, data, fixed_names, profile, init):
     profile = tuple(n for n in ps.free_names if n not in fixed_names) if profile is None else tuple(profile)
     for n in (*fixed_names, *profile):
         ps[n]
-    base = {**ps.defaults(), **({k: jnp.asarray(v) for k, v in init.items()} if init else {})}
+    base = ps.values(init)  # cast to the parameters' dtype: weak types would retrace
     lo, hi = ps.bounds(profile)
     return profile, base, lo, hi, jnp.asarray(data)
 
