@@ -29,10 +29,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
     jax.config.update("jax_enable_x64", True)
     import workload
+    from run import _stats
 
     from nuejax.model.spectral_model import osc_from_params, signal_spectra
     from nuejax.physics.oscillation import flavour_probabilities
@@ -58,14 +58,8 @@ def main(argv=None):
     def nll(m, p):
         return m.nll(p, data)
 
-    def timed(fn, *a, n=30):
-        jax.block_until_ready(fn(*a))
-        ts = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn(*a))
-            ts.append(time.perf_counter() - t0)
-        return float(np.median(ts) * 1e3)
+    def timed(fn, *a):
+        return _stats(fn, *a, n=30)["median_ms"]
 
     out = {"device": str(jax.devices()[0].device_kind), "jax_version": jax.__version__,
            "date": time.strftime("%Y-%m-%d"), "dims": workload.dims(model), "ms": {}}

@@ -93,7 +93,7 @@ def main():
           f"than 1 Xeon thread |")
     w("")
     w("## Targets (MISSION.md §4)\n")
-    w(f"| measure | 2-core CPU: target → measured | one H100: target → measured |")
+    w("| measure | 2-core CPU: target → measured | one H100: target → measured |")
     w("|---|---|---|")
 
     def ok(v, t, lower_better):

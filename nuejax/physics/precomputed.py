@@ -23,7 +23,7 @@ import numpy as np
 
 from .cross_section import NewPhysics, dsigma_dT
 from .oscillation import OscillationParams, ProductionProfile, _is_zero
-from .spectra import SolarSource, _flavour_table, energy_nodes
+from .spectra import SolarSource, _flavour_table, _grid_position, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
            "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra"]
@@ -88,15 +88,11 @@ class PrecomputedSpectrum:
 def _node_positions(source: SolarSource, E):
     """Interpolation index, fraction and inside-mask of nodes ``E`` in the source's uniform grid."""
     grid = np.asarray(source.energies, dtype=np.float64)
-    n = grid.shape[0]
     E = np.asarray(E, dtype=np.float64)
     if source.is_line:
-        index = np.broadcast_to(np.arange(n), E.shape)
+        index = np.broadcast_to(np.arange(grid.shape[0]), E.shape)
         return index, np.zeros(E.shape), np.ones(E.shape, dtype=bool)
-    pos = (E - grid[0]) / ((grid[-1] - grid[0]) / (n - 1))
-    index = np.clip(np.floor(pos).astype(np.int64), 0, n - 2)
-    inside = (E >= grid[0]) & (E <= grid[-1])
-    return index, pos - index, inside
+    return _grid_position(E, grid, np)
 
 
 def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48,

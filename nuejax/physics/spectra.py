@@ -119,18 +119,26 @@ def build_source(name: str, *, solar_model: str = "gs98", n_E: int = 1000, shape
     )
 
 
-def _interp_uniform(x, grid, values):
-    """Linear interpolation of ``values`` (n, ...) tabulated on the uniform ``grid`` (n,); zero outside.
+def _grid_position(x, grid, xp=jnp):
+    """Interpolation index, fraction and inside-mask of ``x`` in the uniform ``grid`` (n,).
 
-    Index arithmetic instead of a search: cheap on every backend and differentiable in ``values``.
-    """
+    Index arithmetic instead of a search. ``xp`` is ``jax.numpy`` (traced) or ``numpy`` (for
+    positions fixed at build time, :mod:`nuejax.physics.precomputed`)."""
     n = grid.shape[0]
     step = (grid[-1] - grid[0]) / (n - 1)
     pos = (x - grid[0]) / step
-    i = jnp.clip(jnp.floor(pos).astype(jnp.int32), 0, n - 2)
-    frac = (pos - i)[..., None]
+    i = xp.clip(xp.floor(pos).astype(xp.int32), 0, n - 2)
+    return i, pos - i, (x >= grid[0]) & (x <= grid[-1])
+
+
+def _interp_uniform(x, grid, values):
+    """Linear interpolation of ``values`` (n, ...) tabulated on the uniform ``grid`` (n,); zero outside.
+
+    Cheap on every backend and differentiable in ``values``.
+    """
+    i, frac, inside = _grid_position(x, grid)
+    frac = frac[..., None]
     out = values[i] * (1.0 - frac) + values[i + 1] * frac
-    inside = (x >= grid[0]) & (x <= grid[-1])
     return jnp.where(inside[..., None], out, 0.0)
 
 
