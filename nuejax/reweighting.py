@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .detector.montecarlo import ResponseHistogram
+from .errors import InputError
 
 __all__ = [
     "response_matrix",
@@ -48,21 +49,37 @@ __all__ = [
 def response_matrix(hist: ResponseHistogram, mask=None, scale=None):
     r"""Paper Eq. (Rij): the globally normalised joint response :math:`R_{ij}` (numpy, fixed).
 
-    ``mask`` :math:`M_j` (n_obs,) defaults to ones and must be > 0 where the histogram has
-    entries; ``scale`` :math:`s` defaults to the window efficiency of ``hist``.
+    ``mask`` :math:`M_j` (n_obs,) defaults to ones and must be finite, >= 0, and > 0 where the
+    histogram has entries; ``scale`` :math:`s` defaults to the window efficiency of ``hist``
+    and must be finite and > 0. ``hist`` was checked when it was built
+    (:meth:`~nuejax.detector.montecarlo.ResponseHistogram.validate`).
+
+    Raises:
+        InputError: ``hist`` is not a :class:`ResponseHistogram`, or a bad mask or scale; the
+            message names the histogram and the observable bin.
     """
+    if not isinstance(hist, ResponseHistogram):
+        raise InputError(f"response_matrix needs a ResponseHistogram, got {type(hist).__name__}")
+    what = f"response histogram {hist.name!r}"
     N = np.asarray(hist.counts, dtype=float)
     M = np.ones(N.shape[1]) if mask is None else np.asarray(mask, dtype=float)
     if M.shape != (N.shape[1],):
-        raise ValueError(f"{hist.name}: live-time mask has shape {M.shape}, expected ({N.shape[1]},)")
+        raise InputError(f"{what}: live-time mask has shape {M.shape}, expected ({N.shape[1]},)")
+    bad = np.nonzero(~np.isfinite(M) | (M < 0))[0]
+    if bad.size:
+        raise InputError(f"{what}: live-time mask is {M[bad[0]]} in observable bin {int(bad[0])}; "
+                         "it must be finite and >= 0")
     bad = np.nonzero((M <= 0) & (N.sum(axis=0) > 0))[0]
     if bad.size:
-        raise ValueError(f"{hist.name}: live-time mask is <= 0 in observable bin(s) {bad[:5].tolist()} that hold entries")
+        raise InputError(f"{what}: live-time mask is <= 0 in observable bin(s) {bad[:5].tolist()} "
+                         "that hold entries")
     NM = np.where(M > 0, N / np.where(M > 0, M, 1.0), 0.0)
     total = NM.sum()
     if not total > 0:
-        raise ValueError(f"{hist.name}: response histogram is empty")
+        raise InputError(f"{what}: no entries left after the live-time mask")
     s = hist.efficiency if scale is None else float(scale)
+    if not (np.isfinite(s) and s > 0):
+        raise InputError(f"{what}: scale s = {s:g}; it must be finite and > 0")
     return NM / total * s
 
 
@@ -89,16 +106,22 @@ def transfer_kernel(R, f_sm, rate_sm: float, *, name: str = ""):
     ``f_sm`` are the SM recoil-spectrum values at the representative energies :math:`T_i`.
     A recoil bin with response entries but a vanishing SM spectrum cannot be reweighted: that is
     an error naming the component and the bin.
+
+    Raises:
+        InputError: ``f_sm`` of the wrong shape, negative or not finite, or zero in a recoil bin
+            that holds response entries.
     """
     R = np.asarray(R, dtype=float)
     f_sm = np.asarray(f_sm, dtype=float)
     if f_sm.shape != (R.shape[0],):
-        raise ValueError(f"{name}: SM spectrum has {f_sm.shape} values for {R.shape[0]} recoil bins")
-    if np.any(~np.isfinite(f_sm)) or np.any(f_sm < 0):
-        raise ValueError(f"{name}: SM recoil spectrum is negative or not finite")
+        raise InputError(f"{name}: SM spectrum has {f_sm.shape} values for {R.shape[0]} recoil bins")
+    bad = np.nonzero(~np.isfinite(f_sm) | (f_sm < 0))[0]
+    if bad.size:
+        raise InputError(f"{name}: SM recoil spectrum is {f_sm[bad[0]]:g} in recoil bin {int(bad[0])} "
+                         "(negative or not finite)")
     bad = np.nonzero((f_sm <= 0) & (R.sum(axis=1) > 0))[0]
     if bad.size:
-        raise ValueError(f"{name}: recoil bin(s) {bad[:5].tolist()} hold response entries but the SM spectrum "
+        raise InputError(f"{name}: recoil bin(s) {bad[:5].tolist()} hold response entries but the SM spectrum "
                          "vanishes there; the reweighting factor is undefined")
     inv = np.where(f_sm > 0, 1.0 / np.where(f_sm > 0, f_sm, 1.0), 0.0)
     return rate_sm * R * inv[:, None]

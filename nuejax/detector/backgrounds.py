@@ -24,11 +24,15 @@ template times a rate [counts/(day·100 t)] is the expected rate per bin.
 
 from __future__ import annotations
 
+import difflib
+
 import numpy as np
 
 from ..constants import M_E
+from ..errors import InputError
 from ..io.borexino import BorexinoShape, packaged_borexino_shape
 from ..physics.beta import beta_kinetic_spectrum
+from .checks import check_edges, check_entries, describe_edges
 from .response import (
     QuenchingTable,
     ResponseParams,
@@ -38,8 +42,7 @@ from .response import (
     photoelectron_variance,
 )
 
-__all__ = ["BACKGROUNDS", "background_template", "template_from_shape", "beta_template"]
-
+__all__ = ["BACKGROUNDS", "background_template", "template_from_shape", "beta_template", "check_template"]
 
 
 def _c_bi210(W, p, q):
@@ -68,14 +71,45 @@ BACKGROUNDS = {
 }
 
 
+def check_template(values, obs_edges, what: str) -> np.ndarray:
+    """A built template as a float64 (n_obs,) array, checked: one entry per bin of ``obs_edges``,
+    finite, >= 0, not all zero.
+
+    Raises:
+        InputError: naming ``what`` (e.g. ``"background template '85Kr'"``), the bin and the problem;
+            an empty template also names the binning it is empty on.
+    """
+    edges = np.asarray(obs_edges, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if v.shape != (edges.size - 1,):
+        raise InputError(f"{what}: has shape {v.shape}, expected ({edges.size - 1},) for the observable "
+                         f"binning {describe_edges(edges)}")
+    v = check_entries(v, what, allow_empty=True)
+    if not np.any(v > 0):
+        raise InputError(f"{what}: is empty on the observable binning {describe_edges(edges)} "
+                         "(no decay is seen there)")
+    return v
+
+
 def beta_template(obs_edges, params: ResponseParams, table: QuenchingTable, Q: float, Z: int, A: int, *,
-                  positron: bool = False, shape_factor=None, extra_electrons=(), n_nodes: int = 4000):
+                  positron: bool = False, shape_factor=None, extra_electrons=(), n_nodes: int = 4000,
+                  name: str | None = None):
     """Fold a β spectrum (kinetic energy T) through the response: fraction of decays per N_p bin.
 
     ``extra_electrons`` [MeV]: energies of further particles deposited with every decay, each
     quenched like an electron (the ¹¹C annihilation γ: ``(0.511, 0.511)``). Midpoint rule on ``n_nodes`` T panels, normalised to the exact
     discrete sum of the spectrum, so the template of a decay sums to one over all N_p.
+
+    Raises:
+        InputError: bad ``obs_edges``, ``Q`` not finite and > 0, ``n_nodes`` < 1, or a template that
+            is empty on ``obs_edges`` or has a negative or non-finite bin (names ``name`` and the bin).
     """
+    what = f"background template {name!r}" if name else f"beta template (Q = {Q:g} MeV, Z = {Z})"
+    check_edges(obs_edges, what, "observable")
+    if not (np.isfinite(Q) and Q > 0):
+        raise InputError(f"{what}: Q = {Q} MeV must be finite and > 0")
+    if not n_nodes >= 1:
+        raise InputError(f"{what}: n_nodes must be >= 1, got {n_nodes}")
     T = (np.arange(n_nodes) + 0.5) * Q / n_nodes
     dens = beta_kinetic_spectrum(T, Q, Z, A, positron=positron, shape_factor=shape_factor)
     w = dens / dens.sum()
@@ -86,38 +120,59 @@ def beta_template(obs_edges, params: ResponseParams, table: QuenchingTable, Q: f
         P = gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), obs_edges)
     else:
         P = bin_probabilities(T, obs_edges, params, table)
-    return w @ np.asarray(P)
+    return check_template(w @ np.asarray(P), obs_edges, what)
 
 
 def template_from_shape(shape: BorexinoShape, obs_edges, params: ResponseParams, table: QuenchingTable,
-                        n_grid: int = 20001):
-    """Map a keV-scale shape (electron-equivalent) to N_p bins via N_p = Y E_q(E); normalised to one."""
+                        n_grid: int = 20001, *, name: str | None = None):
+    """Map a keV-scale shape (electron-equivalent) to N_p bins via N_p = Y E_q(E); normalised to one.
+
+    Raises:
+        InputError: bad ``obs_edges``, a non-monotonic electron response, or a template that is
+            empty on ``obs_edges`` (names ``name``, or the shape's file).
+    """
+    what = f"background template {name!r}" if name else f"template from {shape.source or 'a Borexino shape'}"
+    edges = check_edges(obs_edges, what, "observable")
+    if not n_grid >= 2:
+        raise InputError(f"{what}: n_grid must be >= 2, got {n_grid}")
     e_hi = shape.edges[-1] / 1000.0
     grid = np.linspace(0.0, e_hi, n_grid)
     np_grid = np.asarray(mean_photoelectrons(grid, params, table))
-    if np.any(np.diff(np_grid) <= 0):
-        raise ValueError("the electron response N_p(E) is not monotonic; cannot map the keV scale")
-    edges = np.asarray(obs_edges, dtype=float)
+    bad = np.nonzero(np.diff(np_grid) <= 0)[0]
+    if bad.size:
+        raise InputError(f"{what}: the electron response N_p(E) is not increasing at E = {grid[bad[0] + 1]:g} MeV; "
+                         "cannot map the keV scale")
     e_of_edges = np.interp(edges, np_grid, grid, left=0.0, right=e_hi) * 1000.0
     cdf = shape.cdf(e_of_edges)
-    return np.diff(cdf) / shape.integral
+    return check_template(np.diff(cdf) / shape.integral, edges, what)
 
 
 def background_template(name: str, obs_edges, params: ResponseParams, table: QuenchingTable) -> np.ndarray:
-    """The template of background ``name`` (see :data:`BACKGROUNDS`) on ``obs_edges``; numpy (n_obs,)."""
+    """The template of background ``name`` (see :data:`BACKGROUNDS`) on ``obs_edges``; numpy (n_obs,).
+
+    Raises:
+        KeyError: unknown ``name`` (the message suggests the closest known one and lists them all).
+        InputError: bad ``obs_edges`` (names the template and the edge), or a template that is
+            empty on ``obs_edges`` or has a negative or non-finite bin (names the template and bin).
+    """
     if name not in BACKGROUNDS:
-        raise KeyError(f"unknown background {name!r}; known: {', '.join(BACKGROUNDS)}")
+        close = difflib.get_close_matches(str(name), list(BACKGROUNDS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise KeyError(f"unknown background {name!r}; {hint}known: {', '.join(BACKGROUNDS)}")
+    what = f"background template {name!r}"
+    check_edges(obs_edges, what, "observable")
     kind, args = BACKGROUNDS[name]
     if kind == "beta":
         Q, Z, A, positron, C = args
-        return beta_template(obs_edges, params, table, Q, Z, A, positron=positron, shape_factor=C)
+        return beta_template(obs_edges, params, table, Q, Z, A, positron=positron, shape_factor=C, name=name)
     if kind == "beta+gamma":
         Q, Z, A, positron, C = args
         return beta_template(obs_edges, params, table, Q, Z, A, positron=positron, shape_factor=C,
-                             extra_electrons=(M_E, M_E))
+                             extra_electrons=(M_E, M_E), name=name)
     if kind == "peak":
         (e_eq,) = args
         mu = params.light_yield * e_eq
-        return np.asarray(gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), obs_edges))
+        return check_template(gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), obs_edges),
+                              obs_edges, what)
     (stem,) = args
-    return template_from_shape(packaged_borexino_shape(stem), obs_edges, params, table)
+    return template_from_shape(packaged_borexino_shape(stem), obs_edges, params, table, name=name)

@@ -10,17 +10,23 @@ illustrative Borexino Phase-II-like values (Borexino, Nature 562, 505 (2018); ¹
 
 from __future__ import annotations
 
+import difflib
+import math
+import operator
+from collections.abc import Callable
 
 import jax.numpy as jnp
 import numpy as np
 
-from ..detector.backgrounds import background_template
+from ..detector.backgrounds import BACKGROUNDS, background_template
+from ..detector.checks import check_edges
 from ..detector.montecarlo import ResponseHistogram, expected_histogram
 from ..detector.response import QuenchingTable, ResponseParams, quenching_table, unit_bin_edges
+from ..errors import InputError
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import precompute_spectrum
-from ..physics.solar import SUBCOMPONENT_NAMES
+from ..physics.solar import COMPONENT_NAMES, SUBCOMPONENT_NAMES
 from ..physics.spectra import build_source, event_rate, recoil_spectrum, uniform_recoil_edges
 from ..precision import resolve_dtype
 from ..reweighting import response_matrix, transfer_kernel
@@ -43,6 +49,30 @@ FLUX_CONSTRAINTS = {"norm_pp": 0.006, "norm_pep": 0.010, "norm_hep": 0.30, "norm
                     "norm_CNO": 0.17}
 
 
+#: labels :func:`signal_component` accepts: the nine spectra, and 7Be with both lines
+_SIGNAL_LABELS = tuple(dict.fromkeys(SUBCOMPONENT_NAMES + COMPONENT_NAMES))
+
+
+def _check_label(label, valid, kind: str) -> None:
+    """Raise InputError for a ``label`` not in ``valid``, naming the closest valid one."""
+    if isinstance(label, str) and label in valid:
+        return
+    close = difflib.get_close_matches(str(label), list(valid), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise InputError(f"unknown {kind} {label!r}; {hint}valid: {', '.join(valid)}")
+
+
+def _check_count(value, name: str, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``, else InputError naming ``name``."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}") from None
+    if n < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {n}")
+    return n
+
+
 def signal_component(label: str, obs_edges, *, norm: str, response: ResponseParams = ResponseParams(),
                      table: QuenchingTable | None = None, hist: ResponseHistogram | None = None,
                      n_T: int = 2000, solar_model: str = "gs98", radiative: bool = True, n_E: int = 1000,
@@ -51,17 +81,31 @@ def signal_component(label: str, obs_edges, *, norm: str, response: ResponsePara
 
     By default the response histogram is the analytic expectation on ``n_T`` uniform recoil
     bins over [0, T_end]; pass ``hist`` (a toy-MC or ROOT histogram whose x axis starts at 0 and
-    ends at or beyond the component's end point) to use it instead.
+    ends at or beyond the component's end point T_end) to use it instead. Recoil bins beyond
+    T_end must be empty (their SM spectrum vanishes).
+
+    Raises:
+        InputError: unknown ``label`` (names the closest valid one); ``n_T`` < 1; bad
+            ``obs_edges``; a ``hist`` that is not a ResponseHistogram, whose observable binning
+            differs from ``obs_edges`` (both named), whose recoil axis starts above 0 or ends
+            below T_end, or that fails :meth:`ResponseHistogram.validate`; a bad ``mask``; entries
+            in recoil bins where the SM spectrum vanishes. Messages name the component.
     """
+    _check_label(label, _SIGNAL_LABELS, "signal component")
+    check_edges(obs_edges, f"signal component {label!r}", "observable")
     dt = resolve_dtype(dtype)
+    if hist is None:
+        n_T = _check_count(n_T, f"{label}: n_T (number of recoil bins)", 1)
+    elif not isinstance(hist, ResponseHistogram):
+        raise InputError(f"{label}: hist must be a ResponseHistogram, got {type(hist).__name__}")
     src = build_source(label, solar_model=solar_model, n_E=n_E, dtype=dt)
     if hist is None:
         t_edges = uniform_recoil_edges(float(src.t_end), n_T, dtype=dt)
         table = quenching_table(dtype=dt) if table is None else table
         hist = expected_histogram(src, t_edges, obs_edges, response, table, osc, radiative=radiative)
     else:
-        if hist.counts.shape[1] != len(obs_edges) - 1 or not np.allclose(hist.obs_edges, np.asarray(obs_edges)):
-            raise ValueError(f"{label}: response histogram's observable binning does not match the model's")
+        # the one check of a user histogram against this component, before anything uses it
+        hist.validate(obs_edges=obs_edges, t_end=float(src.t_end), component=label)
     R = response_matrix(hist, mask=mask)
     t_edges = np.asarray(hist.t_edges)
     t_mid = 0.5 * (t_edges[1:] + t_edges[:-1])
@@ -108,20 +152,80 @@ def default_parameters(signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BAC
     return ParameterSet(tuple(ps))
 
 
+def _check_build_inputs(n_T, window, exposure, signals, backgrounds, norms, progress):
+    """The checks of :func:`borexino_like_model`, before anything is built."""
+    n_T = _check_count(n_T, "n_T (number of recoil bins)", 1)
+    try:
+        if isinstance(window, (str, bytes)) or any(isinstance(w, (str, bytes)) for w in window):
+            raise TypeError
+        lo, hi = (float(w) for w in window)
+    except (TypeError, ValueError):
+        raise InputError(f"window must be two numbers (lowest, highest N_p bin), got {window!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InputError(f"window must be two finite increasing numbers (lowest, highest N_p bin), got {window!r}")
+    try:
+        if isinstance(exposure, (str, bytes)):
+            raise TypeError
+        exposure = float(exposure)
+    except (TypeError, ValueError):
+        raise InputError(f"exposure must be a number [day x 100 t], got {exposure!r}") from None
+    if not (math.isfinite(exposure) and exposure > 0):
+        raise InputError(f"exposure must be finite and > 0 [day x 100 t], got {exposure}")
+    if isinstance(signals, str) or isinstance(backgrounds, str):
+        raise InputError("signals and backgrounds must be sequences of labels, not a single string; "
+                         "write signals=('7Be_862',)")
+    signals, backgrounds = tuple(signals), tuple(backgrounds)
+    for kind, labels, valid in (("signal", signals, _SIGNAL_LABELS), ("background", backgrounds, BACKGROUNDS)):
+        for label in labels:
+            _check_label(label, tuple(valid), kind)
+        dup = [b for i, b in enumerate(labels) if b in labels[:i]]
+        if dup:
+            raise InputError(f"{kind} {dup[0]!r} is listed twice")
+    missing = [s for s in signals if s not in norms]
+    if missing:
+        raise InputError(f"signal {missing[0]!r} has no flux-normalisation parameter in norms "
+                         f"(norms has: {', '.join(norms)})")
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be None or a callable taking one string, got {type(progress).__name__}")
+    return n_T, (lo, hi), exposure, signals, backgrounds
+
+
 def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = EXPOSURE_DAY_100T,
                         solar_model: str = "gs98", radiative: bool = True, response: ResponseParams = ResponseParams(),
                         signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BACKGROUND_RATES), norms=DEFAULT_NORMS,
-                        n_E: int = 1000, dtype=None) -> SpectralModel:
-    """Build the default Borexino-like :class:`SpectralModel` (module docstring)."""
+                        n_E: int = 1000, dtype=None, progress: Callable[[str], object] | None = None) -> SpectralModel:
+    """Build the default Borexino-like :class:`SpectralModel` (module docstring).
+
+    ``window`` (lowest, highest) N_p bin centre (unit bins); ``exposure`` [day × 100 t]; ``signals``
+    from :data:`~nuejax.physics.solar.SUBCOMPONENT_NAMES`, ``backgrounds`` from
+    :data:`~nuejax.detector.backgrounds.BACKGROUNDS`. ``progress``, if given, is called with one
+    line per component as it is built (``"building 7Be_862 (4/9)"``, then
+    ``"building background 85Kr (3/8)"``); by default nothing is printed. ``progress=print``
+    shows it.
+
+    Raises:
+        InputError: before anything is built: ``n_T`` < 1; ``window`` not two finite increasing
+            numbers; ``exposure`` not finite or <= 0; an unknown or repeated signal or background
+            label (names the closest valid one and lists them); a signal missing from ``norms``;
+            a ``progress`` that is not callable. While building: a template that is empty in the
+            window (names the background).
+    """
+    n_T, window, exposure, signals, backgrounds = _check_build_inputs(n_T, window, exposure, signals, backgrounds,
+                                                                      norms, progress)
+    report = progress if progress is not None else (lambda message: None)
     dt = resolve_dtype(dtype)
     obs_edges = unit_bin_edges(window[0], window[1], dtype=dt)
     table = quenching_table(dtype=dt)
-    sigs = tuple(signal_component(s, obs_edges, norm=norms[s], response=response, table=table, n_T=n_T,
-                                  solar_model=solar_model, radiative=radiative, n_E=n_E, dtype=dt) for s in signals)
-    if backgrounds:
-        templates = np.stack([background_template(b, obs_edges, response, table) for b in backgrounds])
-    else:
-        templates = np.zeros((0, len(obs_edges) - 1))
-    return SpectralModel(sigs, jnp.asarray(templates, dtype=dt), jnp.ones(len(obs_edges) - 1, dtype=dt), obs_edges,
-                         float(exposure), tuple(backgrounds), default_parameters(signals, backgrounds, norms),
+    sigs = []
+    for k, s in enumerate(signals, start=1):
+        report(f"building {s} ({k}/{len(signals)})")
+        sigs.append(signal_component(s, obs_edges, norm=norms[s], response=response, table=table, n_T=n_T,
+                                     solar_model=solar_model, radiative=radiative, n_E=n_E, dtype=dt))
+    templates = []
+    for k, b in enumerate(backgrounds, start=1):
+        report(f"building background {b} ({k}/{len(backgrounds)})")
+        templates.append(background_template(b, obs_edges, response, table))
+    templates = np.stack(templates) if templates else np.zeros((0, len(obs_edges) - 1))
+    return SpectralModel(tuple(sigs), jnp.asarray(templates, dtype=dt), jnp.ones(len(obs_edges) - 1, dtype=dt),
+                         obs_edges, exposure, backgrounds, default_parameters(signals, backgrounds, norms),
                          radiative)
