@@ -1,16 +1,79 @@
 """Command-line interface: ``nuejax <command>``.
 
 The CLI opts in to float64 explicitly (``nuejax.enable_x64()``) before building anything.
+Every numeric option must be finite; commands that write files write them into ``nuejax_output/``
+of the current folder unless ``--out DIR`` (alias ``--outdir``) says otherwise. The magnetic
+moment ``--mu-nu`` is in units of 1e-11 Bohr magnetons, like everywhere in nuejax.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 
+from . import __version__
 from .precision import enable_x64
+
+#: Default output folder of every command that writes files (relative to the current folder).
+DEFAULT_OUT = "nuejax_output"
+#: The closure test's fine grid has this many panels; each recoil binning must divide it.
+_CLOSURE_FINE_PANELS = 8000
+
+
+def _float_type(*, nonnegative: bool = False):
+    """argparse type: a finite float (and >= 0 if ``nonnegative``); argparse names the flag."""
+    def parse(text: str) -> float:
+        try:
+            x = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(x):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if nonnegative and x < 0:
+            raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+        return x
+
+    return parse
+
+
+def _mu_nu_type(text: str) -> float:
+    """argparse type of ``--mu-nu``: finite, >= 0, in units of 1e-11 mu_B (a value below 1e-6
+    looks like one meant in mu_B and is refused with the corrected value)."""
+    x = _float_type(nonnegative=True)(text)
+    if 0 < x < 1e-6:
+        raise argparse.ArgumentTypeError(
+            f"{text} looks like a value in Bohr magnetons; --mu-nu is in units of 1e-11 mu_B "
+            f"(did you mean --mu-nu {x / 1e-11:g}?)")
+    return x
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return n
+
+
+def _closure_n_T(text: str) -> list:
+    """argparse type of ``closure --n-T``: comma-separated positive integers dividing 8000."""
+    values = [_positive_int(part.strip()) for part in text.split(",")]
+    bad = [n for n in values if _CLOSURE_FINE_PANELS % n]
+    if bad:
+        raise argparse.ArgumentTypeError(f"each recoil binning must divide {_CLOSURE_FINE_PANELS}, "
+                                         f"got {', '.join(map(str, bad))}")
+    return values
+
+
+def _add_out_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--out", "--outdir", dest="out", default=DEFAULT_OUT, metavar="DIR",
+                   help=f"folder for the {what} (created if needed; default ./{DEFAULT_OUT})")
 
 
 def _add_physics_options(p: argparse.ArgumentParser) -> None:
@@ -20,10 +83,11 @@ def _add_physics_options(p: argparse.ArgumentParser) -> None:
                    help="tree-level cross section (s_W^2 = 0.23867) instead of BKS radiative corrections")
     for flav in ("ee", "mumu", "tautau"):
         for chir in ("L", "R"):
-            p.add_argument(f"--eps-{flav}-{chir}", type=float, default=0.0, metavar="X",
+            p.add_argument(f"--eps-{flav}-{chir}", type=_float_type(), default=0.0, metavar="X",
                            help=f"NSI coupling epsilon^{chir}_{flav} (default 0)")
-    p.add_argument("--mu-nu", type=float, default=0.0, metavar="MU",
-                   help="effective neutrino magnetic moment in Bohr magnetons, e.g. 3e-11 (needs --threshold > 0)")
+    p.add_argument("--mu-nu", type=_mu_nu_type, default=0.0, metavar="MU",
+                   help="effective neutrino magnetic moment in units of 1e-11 Bohr magnetons, >= 0: "
+                        "--mu-nu 3 is 3e-11 mu_B (default 0; needs --threshold > 0)")
 
 
 def _physics_from_args(args):
@@ -53,6 +117,11 @@ def _cmd_rates(args) -> int:
     print(f"Solar-neutrino ν–e elastic-scattering rates, counts/(day·100 t) "
           f"[{3.307e31:.4g} e⁻ per 100 t], recoil threshold {args.threshold:g} MeV")
     print(f"solar model B16-{args.solar_model.upper()}, MSW-LMA (NuFIT 6.0 NO), {xs}")
+    nonzero = [f"eps_{f}_{c} = {getattr(args, f'eps_{f}_{c}'):g}" for f in ("ee", "mumu", "tautau")
+               for c in ("L", "R") if getattr(args, f"eps_{f}_{c}") != 0]
+    if args.mu_nu:
+        nonzero.append(f"mu_nu = {args.mu_nu:g} x 1e-11 mu_B")
+    print("new physics: " + (", ".join(nonzero) if nonzero else "none (Standard Model)"))
     print(f"{'component':>10}  {'rate':>12}")
     for key, value in rates.items():
         print(f"{key:>10}  {value:12.5g}")
@@ -61,14 +130,13 @@ def _cmd_rates(args) -> int:
 
 
 def _cmd_closure(args) -> int:
-    from .validation.closure import plot_closure, run_closure
+    from .validation.closure import DEFAULT_N_T, plot_closure, run_closure
 
     t0 = time.perf_counter()
     quiet = args.json
     progress = None if quiet else (lambda msg: print(f"  {msg}", flush=True))
-    n_T = [int(x) for x in args.n_T.split(",")]
-    result, spectra = run_closure(n_T, progress=progress)
-    figures = [] if args.no_plots else plot_closure(result, spectra, args.outdir)
+    result, spectra = run_closure(args.n_T or DEFAULT_N_T, progress=progress)
+    figures = [] if args.no_plots else plot_closure(result, spectra, args.out)
     if args.json:
         print(json.dumps(result.to_json_dict()))
         return 0
@@ -89,7 +157,7 @@ def _cmd_demo(args) -> int:
     from .demo import run_demo
 
     progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
-    summary = run_demo(args.outdir, n_T=args.n_T, plots=not args.no_plots, progress=progress)
+    summary = run_demo(args.out, n_T=args.n_T, plots=not args.no_plots, progress=progress)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -99,9 +167,11 @@ def _cmd_demo(args) -> int:
           f"(injected {summary['eps_ee_L_injected']}), 90% CL {_fmt(summary['eps_ee_L_interval_90'])}")
     print(f"recovered mu_nu    = {summary['mu_nu_hat']:.4f} ± {summary['mu_nu_error']:.4f} {u} "
           f"(injected {summary['mu_nu_injected']}), 90% CL {_fmt(summary['mu_nu_interval_90'])} {u}")
+    if summary.get("mu_nu_upper_limit_90") is not None:
+        print(f"mu_nu upper limit (90% CL, one-sided) = {summary['mu_nu_upper_limit_90']:.4g} {u}")
     print(f"time per likelihood call: {summary['ms_per_call']:.1f} ms (general path, value), "
           f"{summary['ms_per_call_fast_value_and_grad']:.3f} ms (fast path, value + gradient) on {summary['device']}")
-    print(f"wrote {args.outdir}/summary.json" + ("" if args.no_plots else ", spectrum.png, profile_*.png"))
+    print(f"wrote {args.out}/summary.json" + ("" if args.no_plots else ", spectrum.png, profile_*.png"))
     print(f"total {summary['total_seconds']:.1f} s")
     return 0
 
@@ -110,7 +180,7 @@ def _cmd_injection(args) -> int:
     from .validation.injection import run_injection_recovery
 
     progress = None if args.json else (lambda msg: print(msg, flush=True))
-    results = run_injection_recovery(None if args.no_plots else args.outdir, n_T=args.n_T, progress=progress)
+    results = run_injection_recovery(None if args.no_plots else args.out, n_T=args.n_T, progress=progress)
     out = {k: r.to_json_dict() for k, r in results.items()}
     if args.json:
         print(json.dumps(out))
@@ -127,33 +197,36 @@ def _fmt(interval):
     return f"[{f(lo)}, {f(hi)}]"
 
 
-def _add_model_run_options(p: argparse.ArgumentParser, outdir: str) -> None:
-    p.add_argument("--outdir", default=outdir, help=f"where the outputs go (default {outdir})")
-    p.add_argument("--n-T", type=int, default=2000, help="recoil bins per spectrum (default 2000)")
+def _add_model_run_options(p: argparse.ArgumentParser, what: str) -> None:
+    _add_out_option(p, what)
+    p.add_argument("--n-T", type=_positive_int, default=2000, help="recoil bins per spectrum (default 2000)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nuejax", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"nuejax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("rates", help="SM (or NSI / magnetic-moment) event rate of every solar component")
     _add_physics_options(p)
-    p.add_argument("--threshold", type=float, default=0.0, help="recoil threshold T [MeV] (default 0)")
+    p.add_argument("--threshold", type=_float_type(nonnegative=True), default=0.0, metavar="T",
+                   help="recoil threshold T [MeV], >= 0 (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object keyed by component")
     p.set_defaults(func=_cmd_rates)
     p = sub.add_parser("closure", help="closure test of the reweighting (paper Sec. VI.A), with figures")
-    p.add_argument("--n-T", default="25,50,100,200,500,1000,2000",
-                   help="comma-separated recoil binnings (each must divide 8000)")
-    p.add_argument("--outdir", default="docs/figures", help="where the figures go (default docs/figures)")
+    p.add_argument("--n-T", type=_closure_n_T, default=None, metavar="N,N,...",
+                   help=f"comma-separated recoil binnings, each dividing {_CLOSURE_FINE_PANELS} "
+                        "(default 25,50,100,200,500,1000,2000)")
+    _add_out_option(p, "figures")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_closure)
     p = sub.add_parser("demo", help="the main job: injection, MINUIT fit and profile scans on the Borexino-like model")
-    _add_model_run_options(p, "nuejax_output")
+    _add_model_run_options(p, "plots and summary.json")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("injection", help="injection-recovery of eps_ee_L and mu_nu on Asimov data (paper Sec. VI.B)")
-    _add_model_run_options(p, "docs/figures")
+    _add_model_run_options(p, "figures")
     p.set_defaults(func=_cmd_injection)
     return parser
 

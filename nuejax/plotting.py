@@ -1,47 +1,141 @@
-"""Plots (matplotlib is an optional dependency: ``pip install nuejax[plot]``)."""
+r"""Plots (matplotlib is an optional dependency: ``pip install nuejax[plot]``).
+
+Importing this module never changes the matplotlib backend: in a notebook figures display inline,
+in a script without a display matplotlib falls back to Agg by itself. Functions that take a
+``path`` save the figure there and close it; without a path they return the open figure.
+
+Labels: :func:`parameter_label` turns a parameter name into a physics label
+(``eps_ee_L`` -> :math:`\varepsilon^L_{ee}`, ``mu_nu`` -> :math:`\mu_\nu` [:math:`10^{-11}\mu_B`]).
+"""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-__all__ = ["require_matplotlib", "plot_spectrum"]
+__all__ = ["require_matplotlib", "plot_spectrum", "plot_scan", "plot_scan_2d", "plot_correlation", "plot_pulls",
+           "parameter_label", "parameter_symbol", "component_label", "component_colors"]
 
-_LABELS = {"norm_pp": "pp", "norm_pep": "pep", "norm_hep": "hep", "norm_7Be": r"$^7$Be", "norm_8B": r"$^8$B",
-           "norm_CNO": "CNO", "rate_14C": r"$^{14}$C", "rate_210Bi": r"$^{210}$Bi", "rate_85Kr": r"$^{85}$Kr",
-           "rate_210Po": r"$^{210}$Po", "rate_11C": r"$^{11}$C", "rate_ext_40K": r"ext $^{40}$K",
-           "rate_ext_214Bi": r"ext $^{214}$Bi", "rate_ext_208Tl": r"ext $^{208}$Tl"}
+#: Component (signal normalisation group or background) -> legend label.
+_COMPONENT_LABELS = {
+    "norm_pp": "pp", "norm_pep": "pep", "norm_hep": "hep", "norm_7Be": r"$^7$Be", "norm_8B": r"$^8$B",
+    "norm_CNO": "CNO", "rate_14C": r"$^{14}$C", "rate_210Bi": r"$^{210}$Bi", "rate_85Kr": r"$^{85}$Kr",
+    "rate_210Po": r"$^{210}$Po", "rate_11C": r"$^{11}$C", "rate_ext_40K": r"ext $^{40}$K",
+    "rate_ext_214Bi": r"ext $^{214}$Bi", "rate_ext_208Tl": r"ext $^{208}$Tl",
+}
+
+_FLAVOUR_TEX = {"ee": "ee", "mumu": r"\mu\mu", "tautau": r"\tau\tau"}
+
+#: Parameters whose values are in a scaled unit: the unit is part of their label even when the
+#: caller gives none (a bare "3" on a mu_nu axis would read as 3 mu_B).
+_DEFAULT_UNITS = {"mu_nu": "1e-11 mu_B", "dm2_21": "1e-5 eV^2"}
+
+#: Unit strings used by the parameter sets -> LaTeX.
+_UNIT_TEX = {
+    "1e-11 mu_B": r"$10^{-11}\mu_B$",
+    "1e-5 eV^2": r"$10^{-5}$ eV$^2$",
+    "cpd/100t": "cpd/100 t",
+    "mu_B": r"$\mu_B$",
+}
+
+_FIXED_LABELS = {
+    "mu_nu": r"$\mu_\nu$",
+    "sin2_theta12": r"$\sin^2\theta_{12}$",
+    "sin2_theta13": r"$\sin^2\theta_{13}$",
+    "sin2_theta23": r"$\sin^2\theta_{23}$",
+    "dm2_21": r"$\Delta m^2_{21}$",
+}
+
+
+def _unit_tex(unit: str) -> str:
+    return _UNIT_TEX.get(unit, unit)
+
+
+def parameter_label(name: str, unit: str = "") -> str:
+    r"""Physics label of the model parameter ``name`` for an axis, with its unit in brackets.
+
+    ``eps_<ee|mumu|tautau>_<L|R>`` -> ``$\varepsilon^L_{ee}$``; ``mu_nu`` -> ``$\mu_\nu$ [$10^{-11}\mu_B$]``
+    (μ_ν and Δm²₂₁ always carry their scaled unit); ``norm_X`` -> "X flux normalisation";
+    ``rate_X`` -> "X rate"; oscillation parameters in their usual notation. ``unit`` (as in
+    :class:`~nuejax.model.Parameter`, e.g. ``"1e-11 mu_B"``, ``"cpd/100t"``) is typeset and appended;
+    unknown names are returned as they are (plus the unit).
+    """
+    label = parameter_symbol(name)
+    unit = unit or _DEFAULT_UNITS.get(name, "")
+    return f"{label} [{_unit_tex(unit)}]" if unit else label
+
+
+def parameter_symbol(name: str) -> str:
+    r"""The label of :func:`parameter_label` without a unit (``mu_nu`` -> ``$\mu_\nu$``), for titles."""
+    m = re.fullmatch(r"eps_(ee|mumu|tautau)_(L|R)", name)
+    if m:
+        label = rf"$\varepsilon^{m.group(2)}_{{{_FLAVOUR_TEX[m.group(1)]}}}$"
+    elif name in _FIXED_LABELS:
+        label = _FIXED_LABELS[name]
+    elif name.startswith("norm_"):
+        label = f"{component_label(name)} flux normalisation"
+    elif name.startswith("rate_"):
+        label = f"{component_label(name)} rate"
+    else:
+        label = name
+    return label
+
+
+def component_label(name: str) -> str:
+    """Legend label of a spectrum component (``norm_7Be`` -> ⁷Be, ``rate_210Bi`` -> ²¹⁰Bi)."""
+    return _COMPONENT_LABELS.get(name, name)
 
 
 def require_matplotlib():
-    """Import matplotlib with the non-interactive Agg backend, or explain how to get it."""
+    """Import and return ``matplotlib.pyplot``, or explain how to get it. Never changes the backend."""
     try:
-        import matplotlib
+        import matplotlib.pyplot as plt
     except ImportError as err:
         raise ImportError("plots need matplotlib: pip install 'nuejax[plot]' (or pip install matplotlib)") from err
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     return plt
 
 
+def component_colors(n: int) -> list:
+    """``n`` distinct colours: tab10 up to 10, tab20 up to 20 (its 10 darker shades first, then
+    the lighter ones), then tab20 + tab20b + tab20c (60). Raises beyond 60."""
+    from matplotlib import colormaps
+
+    if n <= 10:
+        return [colormaps["tab10"](i) for i in range(n)]
+    tab20 = [colormaps["tab20"](i) for i in list(range(0, 20, 2)) + list(range(1, 20, 2))]
+    if n <= 20:
+        return tab20[:n]
+    more = tab20 + [colormaps[c](i) for c in ("tab20b", "tab20c") for i in range(20)]
+    if n > len(more):
+        raise ValueError(f"{n} components: at most {len(more)} distinct colours are available; "
+                         "merge small ones (min_fraction)")
+    return more[:n]
+
+
 def plot_spectrum(edges, components: dict, data=None, *, title=None, path=None, min_fraction=1e-3):
-    """Stacked expected spectrum by component, data points, and (data - model)/sqrt(model) below.
+    """Stacked expected spectrum by component, data points, and the pulls (data − model)/√model below.
 
     ``components`` maps parameter names (or labels) to expected counts per bin; components whose
-    total is below ``min_fraction`` of the whole are drawn as one "other" layer.
+    total is below ``min_fraction`` of the whole are drawn as one "other" layer. Every layer has
+    its own colour. The pull panel's y range is symmetric, at least ±3, so that data equal to the
+    model (Asimov data, whose pulls are rounding noise ~1e-12) lie flat at 0.
+    With ``path`` the figure is saved there and closed; the figure is returned either way.
     """
     plt = require_matplotlib()
     edges = np.asarray(edges)
     x = 0.5 * (edges[1:] + edges[:-1])
-    total = sum(np.asarray(v) for v in components.values())
+    total = sum(np.asarray(v, dtype=float) for v in components.values())
     items = sorted(components.items(), key=lambda kv: -np.sum(kv[1]))
-    big = [(k, v) for k, v in items if np.sum(v) >= min_fraction * np.sum(total)]
-    small = [v for k, v in items if np.sum(v) < min_fraction * np.sum(total)]
+    big = [(k, np.asarray(v, dtype=float)) for k, v in items if np.sum(v) >= min_fraction * np.sum(total)]
+    small = [np.asarray(v, dtype=float) for k, v in items if np.sum(v) < min_fraction * np.sum(total)]
     if small:
         big.append(("other", sum(small)))
     fig, (a0, a1) = plt.subplots(2, 1, sharex=True, figsize=(8, 6.4), gridspec_kw=dict(height_ratios=[3, 1]))
-    a0.stackplot(x, *[np.asarray(v) for _, v in big], labels=[_LABELS.get(k, k) for k, _ in big], step="mid", alpha=0.85)
+    a0.stackplot(x, *[v for _, v in big], labels=[component_label(k) for k, _ in big],
+                 colors=component_colors(len(big)), step="mid", alpha=0.85)
     if data is not None:
+        data = np.asarray(data, dtype=float)
         a0.errorbar(x, data, yerr=np.sqrt(np.maximum(data, 1)), fmt=".", ms=2, color="k", elinewidth=0.5, label="data")
     a0.set_yscale("log")
     a0.set_ylim(max(1e-1, 0.5 * float(np.min(total))), 2 * float(np.max(total)))
@@ -49,9 +143,15 @@ def plot_spectrum(edges, components: dict, data=None, *, title=None, path=None, 
     a0.legend(ncol=3, fontsize=8)
     if title:
         a0.set_title(title)
+    limit = 3.0
     if data is not None:
-        a1.plot(x, (np.asarray(data) - total) / np.sqrt(total), ".", ms=2, color="k")
+        ok = total > 0
+        pull = np.where(ok, (data - total) / np.sqrt(np.where(ok, total, 1.0)), np.nan)
+        a1.plot(x, pull, ".", ms=2, color="k")
+        if np.any(np.isfinite(pull)):
+            limit = max(limit, 1.1 * float(np.nanmax(np.abs(pull))))
     a1.axhline(0, color="gray", lw=0.5)
+    a1.set_ylim(-limit, limit)
     a1.set_xlabel(r"$N_p$ [photoelectrons]")
     a1.set_ylabel(r"(data − model)/$\sqrt{\rm model}$")
     fig.tight_layout()
@@ -59,3 +159,120 @@ def plot_spectrum(edges, components: dict, data=None, *, title=None, path=None, 
         fig.savefig(path, dpi=120)
         plt.close(fig)
     return fig
+
+
+def _axes(ax, figsize):
+    """``ax`` or a new figure's axes; the second value says whether the figure is new."""
+    if ax is not None:
+        return ax, False
+    plt = require_matplotlib()
+    _, ax = plt.subplots(figsize=figsize)
+    return ax, True
+
+
+def _finish(ax, created: bool, path):
+    """Save (and close) a figure this module created when ``path`` is given."""
+    if path is not None:
+        fig = ax.figure
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        if created:
+            require_matplotlib().close(fig)
+    return ax
+
+
+def plot_scan(scan, ax=None, *, injected=None, cl: float = 0.9, label=None, one_sided: bool | None = None,
+              path=None):
+    r"""Profile :math:`\Delta\chi^2` of a :class:`~nuejax.inference.ScanResult` against the scanned
+    value, with the CL line: two-sided (:math:`\chi^2_1` at ``cl``, 2.706 at 90 %) or one-sided
+    (:math:`\chi^2_1` at 2 cl − 1, 1.642 at 90 %; :meth:`ScanResult.upper_limit`) when the parameter
+    is bounded below and ``one_sided`` is true, or ``None`` with the best fit on that bound.
+    The x axis carries the physics label and unit (:func:`parameter_label`). Returns the axes;
+    with ``path`` the figure is saved there (and closed if this function created it).
+    """
+    from .inference.results import one_sided_threshold, two_sided_threshold
+
+    lower = (getattr(scan, "bounds", None) or (None, None))[0]
+    if one_sided is None:
+        one_sided = lower is not None and bool(np.isclose(float(scan.best), float(lower)))
+    elif one_sided and lower is None:
+        raise ValueError(f"a one-sided limit needs a parameter bounded below; {scan.name} has no lower bound")
+    level = one_sided_threshold(cl) if one_sided else two_sided_threshold(cl, 1)
+    ax, created = _axes(ax, (6.4, 4.4))
+    d = np.asarray(scan.delta_chi2, dtype=float)
+    ax.plot(scan.values, d, "-", label=label or "profile likelihood")
+    kind = "one-sided" if one_sided else "two-sided"
+    ax.axhline(level, ls=":", color="gray", label=rf"{cl:.0%} CL, {kind} ($\Delta\chi^2$ = {level:.3f})")
+    if injected is not None:
+        ax.axvline(injected, ls="--", color="k", lw=1, label=f"injected {injected:g}")
+    ax.set_xlabel(parameter_label(scan.name, getattr(scan, "unit", "")))
+    ax.set_ylabel(r"$\Delta\chi^2 = -2\Delta\ln\mathcal{L}$")
+    # Delta chi^2 of mu_nu grows like mu^4: show the region that matters, not the far wall.
+    top = float(np.nanmax(d)) if np.any(np.isfinite(d)) else 4 * level
+    ax.set_ylim(0, min(top * 1.05, 4 * level) if top > 0 else 4 * level)
+    ax.legend()
+    return _finish(ax, created, path)
+
+
+def plot_scan_2d(scan, ax=None, *, cl: float = 0.9, injected=None, path=None):
+    r"""The :math:`\chi^2_2` (``cl``; 4.605 at 90 %) contour of a 2-D profile scan, physics labels
+    on both axes, the injected point as a star. Returns the axes (``path`` as in :func:`plot_scan`)."""
+    from .inference.results import two_sided_threshold
+
+    level = two_sided_threshold(cl, 2)
+    ax, created = _axes(ax, (6.4, 4.8))
+    d = np.asarray(scan.delta_chi2, dtype=float)
+    if np.nanmax(d) >= level:
+        cs = ax.contour(scan.values_x, scan.values_y, d.T, levels=[level])
+        ax.clabel(cs, fmt={cs.levels[0]: f"{cl:.0%} CL"})
+    if injected is not None:
+        ax.plot(*injected, "k*", label="injected")
+        ax.legend()
+    ax.set_xlabel(parameter_label(scan.names[0]))
+    ax.set_ylabel(parameter_label(scan.names[1]))
+    return _finish(ax, created, path)
+
+
+def plot_correlation(result, ax=None, *, names=None, annotate: bool | None = None, path=None):
+    """Correlation matrix of a :class:`~nuejax.inference.FitResult` as a heat map (−1 blue to +1
+    red), parameters labelled with their physics symbols; ``names`` picks a subset (default all
+    fitted); ``annotate`` writes the coefficients (default: up to 12 parameters)."""
+    names = list(result.names if names is None else names)
+    unknown = [n for n in names if n not in result.names]
+    if unknown:
+        raise ValueError(f"not fitted parameters: {unknown}; fitted: {list(result.names)}")
+    idx = [list(result.names).index(n) for n in names]
+    corr = np.asarray(result.correlation, dtype=float)[np.ix_(idx, idx)]
+    n = len(names)
+    ax, created = _axes(ax, (1.0 + 0.45 * n + 1.5, 0.45 * n + 1.5))
+    im = ax.imshow(corr, vmin=-1.0, vmax=1.0, cmap="RdBu_r")
+    ax.figure.colorbar(im, ax=ax, label="correlation")
+    labels = [parameter_symbol(k) for k in names]
+    ax.set_xticks(range(n), labels, rotation=90)
+    ax.set_yticks(range(n), labels)
+    if annotate if annotate is not None else n <= 12:
+        for i in range(n):
+            for j in range(n):
+                ax.text(j, i, f"{corr[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="w" if abs(corr[i, j]) > 0.6 else "k")
+    return _finish(ax, created, path)
+
+
+def plot_pulls(result, parameters, ax=None, *, path=None):
+    r"""Pulls (value − centre)/σ of the constrained parameters (:meth:`FitResult.pulls`), with
+    the ±1σ and ±2σ bands. Returns the axes (``path`` as in :func:`plot_scan`)."""
+    pulls = result.pulls(parameters)
+    if not pulls:
+        raise ValueError("no constrained parameters: nothing to plot")
+    names = list(pulls)
+    y = np.arange(len(names))
+    ax, created = _axes(ax, (6.4, 0.35 * len(names) + 1.2))
+    ax.axvspan(-2, 2, color="gold", alpha=0.35, lw=0)
+    ax.axvspan(-1, 1, color="limegreen", alpha=0.45, lw=0)
+    ax.axvline(0, color="k", lw=0.5)
+    ax.plot([pulls[k] for k in names], y, "ko")
+    ax.set_yticks(y, [parameter_label(k) for k in names])
+    lim = max(3.0, 1.1 * max(abs(v) for v in pulls.values()))
+    ax.set_xlim(-lim, lim)
+    ax.set_xlabel(r"pull (value $-$ centre)/$\sigma$")
+    return _finish(ax, created, path)

@@ -18,11 +18,15 @@ def test_closure_targets_at_2000_bins(case):
     assert abs(direct.sum() / direct_sm.sum() - 1) > 0.05  # and the test point is a real change
 
 
-def test_closure_converges_as_inverse_square_and_json(capsys):
+def test_closure_converges_as_inverse_square_and_json(capsys, tmp_path, monkeypatch):
     result, _ = run_closure((25, 100, 400))
     assert -2.2 < result.slope_nsi < -1.8 and -2.2 < result.slope_mm < -1.8
     assert result.integral_deviation_mm[0] > result.integral_deviation_nsi[0]  # 1/T weight is steeper
-    assert main(["closure", "--json", "--no-plots", "--n-T", "25,100"]) == 0
+    monkeypatch.chdir(tmp_path)  # figures go to ./nuejax_output of the folder the user is in
+    assert main(["closure", "--json", "--n-T", "25,100"]) == 0
+    figures = sorted(p.name for p in (tmp_path / "nuejax_output").iterdir())
+    assert figures == ["closure_convergence.png", "closure_mm.png", "closure_nsi.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nuejax_output"]  # nothing in ./docs/figures
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"n_T", "integral_deviation_nsi", "integral_deviation_mm", "slope_nsi", "slope_mm",
                         "max_bin_residual_nsi", "max_bin_residual_mm"}

@@ -1,5 +1,7 @@
 """Cross sections against MISSION.md's reference totals, closed forms and finite differences."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 from nuejax.constants import M_E, SIGMA0_PER_MEV, SW2_LOW_ENERGY
 from nuejax.physics.cross_section import (
+    MU_NU_UNIT,
     NewPhysics,
     bks_couplings,
     dsigma_dT,
@@ -103,19 +106,20 @@ def test_qed_correction_size_on_be7_spectrum():
 
 
 def test_magnetic_moment_prefactor_and_structure():
-    # pi alpha^2/m_e^2 = pi r_e^2 = 2.4947e-25 cm^2 (MISSION.md)
+    # pi alpha^2/m_e^2 = pi r_e^2 = 2.4947e-25 cm^2 (MISSION.md); mu_nu in units of 1e-11 mu_B
+    assert MU_NU_UNIT == 1e-11
     T, E = jnp.array([0.01, 0.1, 0.5]), 0.8613
-    mm = np.asarray(dsigma_dT_mm(T, E, 1.0))
+    mm = np.asarray(dsigma_dT_mm(T, E, 1.0))  # mu_nu = 1e-11 mu_B
     shape = 1 / np.asarray(T) - 1 / E
-    np.testing.assert_allclose(mm / shape[:, None], 2.4947e-25, rtol=2e-5)
+    np.testing.assert_allclose(mm / shape[:, None], 2.4947e-25 * 1e-22, rtol=2e-5)
     # quadratic in mu, flavour-universal for a scalar mu, per flavour for a vector
-    np.testing.assert_allclose(np.asarray(dsigma_dT_mm(T, E, 3e-11)), mm * 9e-22, rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(dsigma_dT_mm(T, E, 3.0)), mm * 9.0, rtol=1e-13)
     per = np.asarray(dsigma_dT_mm(T, E, jnp.array([1.0, 2.0, 0.0])))
     np.testing.assert_allclose(per, mm * np.array([1.0, 4.0, 0.0]), rtol=1e-13)
     # incoherent sum (paper Eq. xs_total)
-    phys = NewPhysics(mu_nu=2e-11)
+    phys = NewPhysics(mu_nu=2.0)
     tot = np.asarray(dsigma_dT(T, E, phys))
-    np.testing.assert_allclose(tot, np.asarray(dsigma_dT_weak(T, E)) + mm * 4e-22, rtol=1e-13)
+    np.testing.assert_allclose(tot, np.asarray(dsigma_dT_weak(T, E)) + mm * 4.0, rtol=1e-13)
 
 
 def test_zero_outside_kinematic_range():
@@ -123,7 +127,7 @@ def test_zero_outside_kinematic_range():
     tm = float(t_max(E))
     T = jnp.array([-0.01, tm * (1 + 1e-9), 2.0])
     for radiative in (False, True):
-        assert np.all(np.asarray(dsigma_dT(T, E, NewPhysics(mu_nu=1e-10), radiative=radiative)) == 0.0)
+        assert np.all(np.asarray(dsigma_dT(T, E, NewPhysics(mu_nu=10.0), radiative=radiative)) == 0.0)
     assert float(e_min(t_max(3.0))) == pytest.approx(3.0, rel=1e-12)
 
 
@@ -136,9 +140,9 @@ def test_no_nan_values_or_gradients_at_endpoints_and_extremes(radiative):
     def total(T, E, eL, mu):
         return jnp.sum(dsigma_dT(T, E, NewPhysics(eps_L=(eL, 0.0, 0.0), mu_nu=mu), radiative=radiative))
 
-    vals = dsigma_dT(T, E[:, None], NewPhysics(mu_nu=1e-11), radiative=radiative)
+    vals = dsigma_dT(T, E[:, None], NewPhysics(mu_nu=1.0), radiative=radiative)
     assert np.all(np.isfinite(np.asarray(vals)))
-    grads = jax.grad(total, argnums=(0, 1, 2, 3))(T, E[:, None], 0.1, 1e-11)
+    grads = jax.grad(total, argnums=(0, 1, 2, 3))(T, E[:, None], 0.1, 1.0)
     for g in grads:
         assert np.all(np.isfinite(np.asarray(g)))
 
@@ -150,9 +154,9 @@ def test_gradients_match_finite_differences(radiative):
         return dsigma_dT(T, E, NewPhysics(eps_L=(eL, 0.0, eL), eps_R=(eR, eR, 0.0), mu_nu=mu),
                          radiative=radiative).sum() / 1e-44
 
-    x0 = jnp.array([0.3, 0.8613, 0.05, -0.03, 5e-2 * 1e-9])
+    x0 = jnp.array([0.3, 0.8613, 0.05, -0.03, 5.0])  # mu_nu = 5e-11 mu_B
     g = np.asarray(jax.grad(f)(x0))
-    h = np.array([1e-6, 1e-6, 1e-6, 1e-6, 1e-15])
+    h = np.array([1e-6, 1e-6, 1e-6, 1e-6, 1e-4])
     fd = np.array([(float(f(x0.at[i].add(h[i]))) - float(f(x0.at[i].add(-h[i])))) / (2 * h[i]) for i in range(5)])
     np.testing.assert_allclose(g, fd, rtol=1e-6)
 
@@ -160,8 +164,32 @@ def test_gradients_match_finite_differences(radiative):
 def test_vmap_over_new_physics_points():
     T, E = jnp.linspace(0.01, 0.6, 7), 0.8613
     eps = jnp.linspace(-0.2, 0.2, 5)
-    batch = NewPhysics(eps_L=jnp.stack([eps, 0 * eps, 0 * eps], -1), eps_R=jnp.zeros((5, 3)), mu_nu=eps * 1e-10)
+    batch = NewPhysics(eps_L=jnp.stack([eps, 0 * eps, 0 * eps], -1), eps_R=jnp.zeros((5, 3)), mu_nu=eps * 10.0)
     out = jax.vmap(lambda p: dsigma_dT(T, E, p))(batch)
     for i in range(5):
-        single = dsigma_dT(T, E, NewPhysics(eps_L=(eps[i], 0.0, 0.0), mu_nu=eps[i] * 1e-10))
+        single = dsigma_dT(T, E, NewPhysics(eps_L=(eps[i], 0.0, 0.0), mu_nu=eps[i] * 10.0))
         np.testing.assert_allclose(np.asarray(out[i]), np.asarray(single), rtol=1e-14)
+
+
+def test_mu_nu_in_bohr_magnetons_warns_only_when_concrete():
+    """mu_nu is in units of 1e-11 mu_B; a concrete value that looks like mu_B warns with the fix,
+    values in the right unit and traced values do not."""
+    with pytest.warns(UserWarning, match=r"units of 1e-11 mu_B; did you mean mu_nu=3\?"):
+        NewPhysics(mu_nu=3e-11)
+    with pytest.warns(UserWarning, match=r"did you mean mu_nu=2\.8\?"):
+        NewPhysics(mu_nu=np.float64(2.8e-11))
+    with pytest.warns(UserWarning, match=r"did you mean mu_nu=\[1, 4, 0\]"):
+        NewPhysics(mu_nu=np.array([1e-11, 4e-11, 0.0]))
+    with pytest.warns(UserWarning, match="1e-11 mu_B"):
+        dsigma_dT_mm(0.1, 0.8613, 3e-11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for ok in (0.0, 0, 3.0, 1e-3, np.zeros(3), np.array([0.0, 2.0, 0.0]), jnp.asarray(3e-11)):
+            NewPhysics(mu_nu=ok)
+        # traced: jit, vmap and grad rebuild NewPhysics from tracers and never warn
+        f = jax.jit(lambda m: dsigma_dT(0.1, 0.8613, NewPhysics(mu_nu=m)).sum())
+        f(3e-11)
+        jax.grad(lambda m: dsigma_dT(0.1, 0.8613, NewPhysics(mu_nu=m)).sum())(3e-11)
+        batch = NewPhysics(eps_L=jnp.zeros((2, 3)), eps_R=jnp.zeros((2, 3)), mu_nu=jnp.array([1e-11, 2e-11]))
+        jax.vmap(lambda p: dsigma_dT(0.1, 0.8613, p))(batch)
+        jax.tree_util.tree_map(lambda x: x, batch)

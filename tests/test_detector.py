@@ -87,7 +87,7 @@ def test_magnetic_moment_target_collapses_low_recoil_neff():
     t_edges = uniform_recoil_edges(0.6643, 20)
     obs = unit_bin_edges(50, 400)
     sm = toy_mc_histogram(src, t_edges, obs, 100_000, seed=1, table=TABLE)
-    mm = toy_mc_histogram(src, t_edges, obs, 100_000, seed=1, table=TABLE, target=NewPhysics(mu_nu=3e-10))
+    mm = toy_mc_histogram(src, t_edges, obs, 100_000, seed=1, table=TABLE, target=NewPhysics(mu_nu=30.0))  # 3e-10 mu_B
     assert mm.n_eff[0] < 0.1 * sm.n_eff[0]  # collapses where the weight diverges
     assert mm.n_eff[-1] > 0.99 * sm.n_eff[-1]  # untouched where the weight is flat
 

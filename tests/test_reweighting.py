@@ -34,7 +34,7 @@ def test_sm_is_recovered_by_construction(be7):
     assert f_np.sum() == pytest.approx(hist.efficiency, rel=1e-13)  # s = window efficiency
 
 
-@pytest.mark.parametrize("phys", [NewPhysics(eps_L=(0.1, 0, 0), eps_R=(0.1, 0, 0)), NewPhysics(mu_nu=3e-11)])
+@pytest.mark.parametrize("phys", [NewPhysics(eps_L=(0.1, 0, 0), eps_R=(0.1, 0, 0)), NewPhysics(mu_nu=3.0)])  # mu_nu in 1e-11 mu_B
 def test_kernel_equals_literal_paper_equations(be7, phys):
     src, hist, mid = be7
     R = response_matrix(hist)

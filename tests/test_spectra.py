@@ -101,12 +101,12 @@ def test_sm_limit_and_magnetic_moment_enhancement():
     src = build_source("7Be")
     T = jnp.linspace(0.01, 0.6, 30)
     np.testing.assert_array_equal(np.asarray(recoil_spectrum(src, T, NewPhysics())), np.asarray(recoil_spectrum(src, T)))
-    mm = np.asarray(recoil_spectrum(src, T, NewPhysics(mu_nu=3e-11)))
+    mm = np.asarray(recoil_spectrum(src, T, NewPhysics(mu_nu=3.0)))  # 3e-11 mu_B
     sm = np.asarray(recoil_spectrum(src, T))
     ratio = mm / sm - 1
     assert np.all(ratio > 0) and np.all(np.diff(ratio) < 0)  # 1/T enhancement falls with T
     # magnetic-moment rate above 0.2 MeV: the increase equals the closed-form integral of Eq. xs_mm
-    add = float(event_rate(src, NewPhysics(mu_nu=3e-11), threshold=0.2) - event_rate(src, threshold=0.2))
+    add = float(event_rate(src, NewPhysics(mu_nu=3.0), threshold=0.2) - event_rate(src, threshold=0.2))
     ref = 0.0
     for E, br in solar.COMPONENTS["7Be"].lines:
         tm = 2 * E**2 / (M_E + 2 * E)
@@ -132,7 +132,7 @@ def test_gradients_of_spectrum_and_rate_match_finite_differences():
     edges = uniform_recoil_edges(0.25, 20)
 
     def f(x):
-        phys = NewPhysics(eps_L=(x[0], 0.0, x[1]), eps_R=(x[2], 0.0, 0.0), mu_nu=x[3] * 1e-10)
+        phys = NewPhysics(eps_L=(x[0], 0.0, x[1]), eps_R=(x[2], 0.0, 0.0), mu_nu=x[3] * 10.0)  # x[3] = 0.3: 3e-11 mu_B
         osc = OSC._replace(sin2_theta12=x[4], dm2_21=x[5] * 1e-5)
         spec = binned_recoil_spectrum(src, edges, phys, osc, n_quad=24)
         return jnp.sum(spec * jnp.linspace(1.0, 2.0, 20)) / 1e-46
@@ -171,8 +171,8 @@ def test_precomputed_cross_section_route_equals_direct(name):
     T = jnp.linspace(0.002, 0.999 * float(src.t_end), 300)
     pre = precompute_spectrum(src, T)
     osc = OSC._replace(sin2_theta12=0.29, dm2_21=8.1e-5, sin2_theta23=0.55)
-    for phys in (NewPhysics(), NewPhysics(eps_L=(0.1, -0.2, 0.05), eps_R=(0.03, 0.1, -0.3), mu_nu=2.5e-11),
-                 NewPhysics(mu_nu=jnp.array([1e-11, 4e-11, 0.0]))):
+    for phys in (NewPhysics(), NewPhysics(eps_L=(0.1, -0.2, 0.05), eps_R=(0.03, 0.1, -0.3), mu_nu=2.5),
+                 NewPhysics(mu_nu=jnp.array([1.0, 4.0, 0.0]))):
         direct = np.asarray(recoil_spectrum(src, T, phys, osc, in_sigma0_units=True))
         np.testing.assert_allclose(np.asarray(precomputed_recoil_spectrum(src, pre, phys, osc)), direct, rtol=1e-12)
 

@@ -1,6 +1,7 @@
 """Physics layer: cross sections, solar neutrinos, oscillations, recoil spectra and rates."""
 
 from .cross_section import (
+    MU_NU_UNIT,
     NewPhysics,
     bks_couplings,
     bks_qed_functions,

@@ -10,7 +10,8 @@ Implements, for incident :math:`\nu_e, \nu_\mu, \nu_\tau` (flavour axis last, in
   + \varepsilon^{L,R}_{\alpha\alpha}`;
 * the neutrino magnetic moment, paper Eq. (xs_mm),
   :math:`\frac{d\sigma^{MM}}{dT} = \frac{\pi\alpha^2}{m_e^2}(\mu_\nu/\mu_B)^2 (1/T - 1/E)`,
-  added incoherently, paper Eq. (xs_total);
+  added incoherently, paper Eq. (xs_total); every ``mu_nu`` argument is in units of
+  :data:`MU_NU_UNIT` :math:`= 10^{-11}\mu_B` (``mu_nu=3.0`` means :math:`3\times10^{-11}\mu_B`);
 * the one-loop electroweak and QED radiative corrections of J. N. Bahcall, M. Kamionkowski and
   A. Sirlin, Phys. Rev. D 51, 6146 (1995) [astro-ph/9502003] (BKS), their Eqs. (A1)-(A3) and the
   QED functions :math:`f_-, f_+, f_\pm` of their Appendix, as the default precision model.
@@ -24,6 +25,8 @@ neither values nor gradients are NaN at :math:`T = 0` or :math:`T = T_{max}`.
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -41,6 +44,7 @@ from ..constants import (
 )
 
 __all__ = [
+    "MU_NU_UNIT",
     "NewPhysics",
     "t_max",
     "e_min",
@@ -60,12 +64,47 @@ _T_GUARD = 1e-7
 #: Lower guard on the argument of u = ln(1 - z - m_e/(E_e + l)), which vanishes at T = T_max
 #: (the integrable soft-photon logarithm of BKS).
 _U_GUARD = 1e-15
-#: sqrt(pi r_e^2 / sigma0): multiplies mu_nu [mu_B] so that its square is the magnetic-moment
-#: cross section in units of SIGMA0_PER_MEV x MeV.
-_MM_SCALE_SIGMA0 = math.sqrt(PI_RE2_CM2 / SIGMA0_PER_MEV)
+#: Unit of every ``mu_nu`` that nuejax takes (``NewPhysics.mu_nu``, the ``mu_nu`` model parameter,
+#: ``nuejax rates --mu-nu``): 1e-11 Bohr magnetons. ``mu_nu=3.0`` means 3e-11 mu_B.
+MU_NU_UNIT = 1e-11
+#: sqrt(pi r_e^2 / sigma0) x MU_NU_UNIT: multiplies mu_nu [MU_NU_UNIT] so that its square is the
+#: magnetic-moment cross section in units of SIGMA0_PER_MEV x MeV.
+_MM_SCALE_SIGMA0 = math.sqrt(PI_RE2_CM2 / SIGMA0_PER_MEV) * MU_NU_UNIT
+#: sqrt(pi r_e^2) x MU_NU_UNIT [cm]: the same in cm^2/MeV.
+_MM_SCALE_CM = math.sqrt(PI_RE2_CM2) * MU_NU_UNIT
+#: Concrete |mu_nu| values in (0, this) are taken for a value meant in mu_B and warned about.
+_MU_NU_SUSPICIOUS = 1e-6
 
 
-class NewPhysics(NamedTuple):
+def _check_mu_nu_unit(mu_nu) -> None:
+    """Warn when a concrete ``mu_nu`` looks like a value in mu_B (0 < |mu_nu| < 1e-6).
+
+    Only Python and NumPy numbers and arrays are inspected: JAX arrays and tracers (under ``jit``,
+    ``vmap``, ``grad``) and anything else (PyTree placeholders) pass silently."""
+    if isinstance(mu_nu, bool) or not isinstance(mu_nu, (numbers.Real, np.ndarray, np.generic)):
+        return
+    try:
+        a = np.abs(np.asarray(mu_nu, dtype=np.float64))
+    except (TypeError, ValueError):
+        return
+    if a.size == 0 or not np.all(np.isfinite(a)):
+        return
+    big = float(a.max())
+    if 0.0 < big < _MU_NU_SUSPICIOUS:
+        scaled = np.asarray(mu_nu, dtype=np.float64) / MU_NU_UNIT
+        guess = (f"{float(scaled):g}" if scaled.ndim == 0
+                 else "[" + ", ".join(f"{x:g}" for x in scaled.ravel()) + "]")
+        warnings.warn(f"mu_nu = {mu_nu!r} looks like a value in Bohr magnetons: mu_nu is in units of "
+                      f"1e-11 mu_B; did you mean mu_nu={guess}?", UserWarning, stacklevel=3)
+
+
+class _NewPhysicsFields(NamedTuple):
+    eps_L: jax.Array | tuple = (0.0, 0.0, 0.0)
+    eps_R: jax.Array | tuple = (0.0, 0.0, 0.0)
+    mu_nu: jax.Array | float = 0.0
+
+
+class NewPhysics(_NewPhysicsFields):
     r"""New-physics point: flavour-diagonal NSI couplings and the neutrino magnetic moment.
 
     A PyTree (NamedTuple), so it can be ``vmap``-ped over and differentiated.
@@ -76,13 +115,18 @@ class NewPhysics(NamedTuple):
         :math:`\varepsilon^{eL}_{\alpha\alpha}`, :math:`\varepsilon^{eR}_{\alpha\alpha}` for
         :math:`\alpha = e, \mu, \tau` (shape ``(3,)``), paper Eq. (g_tilde).
     mu_nu:
-        magnetic moment in units of the Bohr magneton :math:`\mu_B`: a scalar (one effective
-        :math:`\mu_\nu` for every flavour, as in the paper) or shape ``(3,)`` (one per flavour).
+        magnetic moment in units of :data:`MU_NU_UNIT` :math:`= 10^{-11}\mu_B` (``mu_nu=3.0`` is
+        :math:`3\times10^{-11}\mu_B`), the unit of the ``mu_nu`` model parameter: a scalar (one
+        effective :math:`\mu_\nu` for every flavour, as in the paper) or shape ``(3,)`` (one per
+        flavour). A concrete (Python or NumPy) value with :math:`0 < |\mu_\nu| < 10^{-6}` looks
+        like a value in :math:`\mu_B` and raises a ``UserWarning``; traced values are not checked.
     """
 
-    eps_L: jax.Array | tuple = (0.0, 0.0, 0.0)
-    eps_R: jax.Array | tuple = (0.0, 0.0, 0.0)
-    mu_nu: jax.Array | float = 0.0
+    __slots__ = ()
+
+    def __new__(cls, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), mu_nu=0.0):
+        _check_mu_nu_unit(mu_nu)
+        return super().__new__(cls, eps_L, eps_R, mu_nu)
 
 
 def t_max(E):
@@ -266,15 +310,22 @@ def dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
 
     :math:`\frac{\pi\alpha^2}{m_e^2}(\mu_\nu/\mu_B)^2(1/T - 1/E)` for :math:`0 < T \le T_{max}(E)`,
     zero elsewhere (including :math:`T = 0`, where the density diverges). ``mu_nu`` in units of
-    :math:`\mu_B`: a scalar (flavour-universal effective moment) or shape ``(3,)``.
-    ``in_sigma0_units`` as in :func:`dsigma_dT_weak`.
+    :data:`MU_NU_UNIT` :math:`= 10^{-11}\mu_B`: a scalar (flavour-universal effective moment) or
+    shape ``(3,)``.
+    ``in_sigma0_units`` as in :func:`dsigma_dT_weak`. A concrete ``mu_nu`` that looks like a
+    value in :math:`\mu_B` warns, as in :class:`NewPhysics`.
     """
+    _check_mu_nu_unit(mu_nu)
+    return _dsigma_dT_mm(T, E, mu_nu, in_sigma0_units=in_sigma0_units)
+
+
+def _dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
     valid, T_s, E_s = _kinematics(T, E)
     valid = valid & (jnp.asarray(T) > 0.0)
     T_s = jnp.where(valid, T_s, 0.5 * t_max(E_s))  # keep 1/T finite where masked (NaN-free grad)
-    # Scale mu before squaring: (3e-11)^2 ~ 1e-21 and pi r_e^2 ~ 2.5e-25 cm^2 are both hostile
-    # to float32, their product in sigma0 units is O(0.01).
-    scale = _MM_SCALE_SIGMA0 if in_sigma0_units else math.sqrt(PI_RE2_CM2)
+    # Scale mu before squaring: (3e-11 mu_B)^2 ~ 1e-21 and pi r_e^2 ~ 2.5e-25 cm^2 are both
+    # hostile to float32, their product in sigma0 units is O(0.01).
+    scale = _MM_SCALE_SIGMA0 if in_sigma0_units else _MM_SCALE_CM
     mu = jnp.broadcast_to(_eps(mu_nu), (3,)) * scale
     shape = 1.0 / T_s - 1.0 / E_s
     return jnp.where(valid[..., None], shape[..., None] * mu**2, 0.0)
@@ -290,7 +341,7 @@ def dsigma_dT(T, E, physics: NewPhysics = NewPhysics(), *, radiative=True, sw2=S
     """
     xs = dsigma_dT_weak(T, E, physics.eps_L, physics.eps_R, radiative=radiative, sw2=sw2,
                         in_sigma0_units=in_sigma0_units)
-    return xs + dsigma_dT_mm(T, E, physics.mu_nu, in_sigma0_units=in_sigma0_units)
+    return xs + _dsigma_dT_mm(T, E, physics.mu_nu, in_sigma0_units=in_sigma0_units)
 
 
 def _gauss_legendre_regularised(n):

@@ -29,8 +29,9 @@ __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spe
            "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra"]
 
 
-def probe_points(mu_unit: float) -> NewPhysics:
-    """17 probe points: 0; per flavour (ε_L=+1, ε_L=−1, ε_R=+1, ε_R=−1, ε_L=ε_R=+1); μ = ``mu_unit``."""
+def probe_points(mu_unit: float = 1.0) -> NewPhysics:
+    """17 probe points: 0; per flavour (ε_L=+1, ε_L=−1, ε_R=+1, ε_R=−1, ε_L=ε_R=+1); μ_ν = ``mu_unit``
+    (in units of :data:`~nuejax.physics.cross_section.MU_NU_UNIT` = 1e-11 μ_B, like every μ_ν)."""
     pts = [(np.zeros(3), np.zeros(3), 0.0)]
     for a in range(3):
         e = np.zeros(3)
@@ -72,7 +73,8 @@ class PrecomputedSpectrum:
     table (fixed, so a call gathers instead of searching; lines: the line index and 0);
     ``sm`` (3, n_T, q), ``nsi`` (five arrays (3, n_T, q): the terms ε_L, ε_R, ε_L², ε_R²,
     ε_L ε_R of each flavour) and ``mm`` (3, n_T, q) the cross-section coefficients in σ0 units
-    (``mm`` per unit of ``mu_unit``²), flavour axis first.
+    (``mm`` per ``mu_unit``², ``mu_unit`` the probe μ_ν in units of 1e-11 μ_B, by default 1),
+    flavour axis first.
     """
 
     energies: jax.Array
@@ -96,8 +98,11 @@ def _node_positions(source: SolarSource, E):
 
 
 def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48,
-                        mu_unit: float = 1e-11) -> PrecomputedSpectrum:
-    """Precompute the cross-section coefficients of ``source`` at the recoil energies ``T`` (n_T,)."""
+                        mu_unit: float = 1.0) -> PrecomputedSpectrum:
+    """Precompute the cross-section coefficients of ``source`` at the recoil energies ``T`` (n_T,).
+
+    ``mu_unit`` is the μ_ν probe point in units of 1e-11 μ_B (the unit of ``NewPhysics.mu_nu``);
+    the result does not depend on it beyond rounding."""
     T = jnp.asarray(T, dtype=source.energies.dtype)
     if source.is_line:
         E = jnp.broadcast_to(source.energies, T.shape + source.energies.shape)

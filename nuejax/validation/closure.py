@@ -39,7 +39,7 @@ __all__ = ["ClosureResult", "CLOSURE_POINTS", "closure_case", "run_closure"]
 
 CLOSURE_POINTS = {
     "nsi": NewPhysics(eps_L=(0.1, 0.0, 0.0), eps_R=(0.1, 0.0, 0.0)),
-    "mm": NewPhysics(mu_nu=2.8e-11),
+    "mm": NewPhysics(mu_nu=2.8),  # 2.8e-11 mu_B (mu_nu in units of 1e-11 mu_B)
 }
 DEFAULT_N_T = (25, 50, 100, 200, 500, 1000, 2000)
 ROI = (50, 400)
@@ -135,10 +135,9 @@ def plot_closure(result: ClosureResult, spectra: dict, outdir) -> list:
     """Write ``closure_mm.png``, ``closure_nsi.png`` and ``closure_convergence.png`` into ``outdir``."""
     import pathlib
 
-    import matplotlib
+    from ..plotting import require_matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require_matplotlib()
 
     outdir = pathlib.Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

@@ -65,14 +65,15 @@ def run_injection_recovery(outdir=None, *, n_T: int = 2000, progress=None) -> di
         if outdir is not None:
             from pathlib import Path
 
-            from ..plotting import require_matplotlib
+            from ..plotting import parameter_label, parameter_symbol, require_matplotlib
 
             plt = require_matplotlib()
             Path(outdir).mkdir(parents=True, exist_ok=True)
             fig, ax = plt.subplots(figsize=(6.4, 4.4))
             r.scan.plot(ax, injected=r.injected)
-            unit = " × 1e-11 μ_B" if case == "mm" else ""
-            ax.set_title(f"Injection–recovery, {r.name} = {r.injected:g}{unit} (Asimov)")
+            ax.set_xlabel(parameter_label(r.name, r.scan.unit))
+            unit = r" $\times 10^{-11}\mu_B$" if r.name == "mu_nu" else ""
+            ax.set_title(f"Injection–recovery, {parameter_symbol(r.name)} = {r.injected:g}{unit} (Asimov)")
             fig.tight_layout()
             fig.savefig(Path(outdir) / f"injection_{case}.png", dpi=120)
             plt.close(fig)
