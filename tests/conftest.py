@@ -1,4 +1,29 @@
-"""Tests run in float64: opt in explicitly, as users must (see nuejax.precision)."""
+"""Tests run in float64: opt in explicitly, as users must (see nuejax.precision).
+
+Shared, session-scoped models: building one costs ~20-40 s on 2 cores, so test modules derive
+what they need (released parameters, fast path, exposure) from these instead of rebuilding.
+"""
 import nuejax
 
 nuejax.enable_x64()
+
+import pytest  # noqa: E402
+
+SIGNALS = ("pp", "pep", "7Be_862", "7Be_384", "13N")
+BKG = ("210Bi", "85Kr", "11C", "210Po")
+
+
+@pytest.fixture(scope="session")
+def small_model():
+    """5 reweighted spectra on 200 recoil bins, 4 backgrounds, the default 861 N_p bins."""
+    from nuejax.model import borexino_like_model
+
+    return borexino_like_model(n_T=200, signals=SIGNALS, backgrounds=BKG)
+
+
+@pytest.fixture(scope="session")
+def full_model():
+    """The default model (9 spectra, 8 backgrounds) on a coarse 100-bin recoil grid."""
+    from nuejax.model import borexino_like_model
+
+    return borexino_like_model(n_T=100)

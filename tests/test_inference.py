@@ -18,8 +18,8 @@ TRUTH = {"eps_ee_L": 0.05, "mu_nu": 3.0}
 
 
 @pytest.fixture(scope="module")
-def models():
-    m = borexino_like_model(n_T=200, signals=SIGNALS, backgrounds=BKG)
+def models(small_model):
+    m = small_model
     m = m.with_parameters(m.parameters.release("eps_ee_L", "mu_nu"))
     fm = fast_model(m)
     data = m.asimov(m.parameters.values(TRUTH))
@@ -150,11 +150,6 @@ def test_interval_from_profile_on_a_parabola():
     assert interval_from_profile(x, x**2, 100.0) == (None, None)
 
 
-@pytest.fixture(scope="module")
-def full_model():
-    return borexino_like_model(n_T=200)
-
-
 @pytest.mark.parametrize("case", ["nsi", "mm"])
 def test_injection_recovery(full_model, case):
     r = injection_recovery(full_model, case)
@@ -168,7 +163,7 @@ def test_second_cost_and_scan_reuse_the_compiled_code(models):
     """A new NLLCost (each fit makes one) or a second scan of the same shape must not recompile:
     the jitted functions take the model as an argument and are cached at module level."""
     from nuejax.inference import cost as cost_mod
-    from nuejax.inference import scan as scan_mod
+    from nuejax.inference import fitting as fitting_mod
 
     m, fm, data = models
     for _ in range(2):
@@ -181,6 +176,6 @@ def test_second_cost_and_scan_reuse_the_compiled_code(models):
     grid = np.linspace(0.0, 0.1, 4)
     rf = fit(fm, data)
     profile_scan(fm, data, "eps_ee_L", grid, global_fit=rf)
-    n_scan = scan_mod._compiled.cache_info().currsize
+    n_scan = fitting_mod.compiled_solver.cache_info().currsize
     profile_scan(fm, data, "eps_ee_L", grid + 0.01, global_fit=rf)
-    assert scan_mod._compiled.cache_info().currsize == n_scan
+    assert fitting_mod.compiled_solver.cache_info().currsize == n_scan

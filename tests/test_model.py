@@ -15,8 +15,8 @@ BKG = ("210Bi", "85Kr", "11C", "210Po")
 
 
 @pytest.fixture(scope="module")
-def model():
-    m = borexino_like_model(n_T=200, signals=SIGNALS, backgrounds=BKG)
+def model(small_model):
+    m = small_model
     ps = m.parameters.release("eps_ee_L", "mu_nu", "sin2_theta12")
     return m.with_parameters(ps)
 
@@ -116,7 +116,7 @@ def test_pulls_and_parameter_errors(model):
     base = model.defaults()
     d = float(model.nll({**base, "sin2_theta12": 0.308 + 0.012}, data) - model.nll(base, data))
     assert d > 1.0  # the constraint alone contributes exactly 1
-    with pytest.raises(ValueError, match=r"parameter norm_pp = -1.0 outside its bounds \[0.0, 10.0\]"):
+    with pytest.raises(ValueError, match=r"parameter norm_pp: value -1.0 outside its bounds \[0.0, 10.0\]"):
         model.check({**base, "norm_pp": -1.0}, data)
     with pytest.raises(ValueError, match="parameter rate_11C missing"):
         model.check({k: v for k, v in base.items() if k != "rate_11C"}, data)
@@ -134,8 +134,8 @@ def test_pseudo_data_are_poisson_around_asimov(model):
     assert abs(pull.mean()) < 0.2 and 0.8 < pull.std() < 1.2
 
 
-def test_default_model_builds_and_has_the_paper_components():
-    m = borexino_like_model(n_T=100)
+def test_default_model_builds_and_has_the_paper_components(full_model):
+    m = full_model
     assert m.signal_names == ("pp", "pep", "hep", "7Be_862", "7Be_384", "8B", "13N", "15O", "17F")
     assert len(m.background_names) == 8 and m.n_obs == 861
     mu = np.asarray(m.asimov())

@@ -2,9 +2,11 @@
 
 ``NLLCost(model, data)`` is -2 ln L (paper Eq. logL) as a function of the model's free parameters:
 ``errordef = 1`` (a change of 1 in -2 ln L is one standard deviation), ``ndata`` the number of
-bins, ``grad`` the exact autodiff gradient, ``hessian`` the exact autodiff Hessian, ``_parameters`` the names with their limits, so
-``Minuit(cost, *x0)`` works directly. Value and gradient come from one jitted
-``value_and_grad`` call and are cached per point, since MIGRAD asks for both at the same point.
+bins, ``grad`` the exact autodiff gradient, ``hessian`` the exact autodiff Hessian, ``_parameters``
+the names with their limits, so ``Minuit(cost, *x0)`` works directly. A value-only call costs one
+value (MIGRAD's line searches ask for values only); ``grad`` computes value and gradient in one
+``value_and_grad`` pass and caches both per point, since MIGRAD then asks for the value at the same
+point. Model, data, names and fixed values are checked once, when the cost is made.
 """
 
 from __future__ import annotations
@@ -16,18 +18,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .fitting import objective, setup
+
 __all__ = ["NLLCost"]
 
 
 def _nll_of_vector(x, model, base, data, names):
-    # The model is an argument, not a closure: its tensors stay device buffers instead of being
-    # baked into the compiled program as constants (slow compiles, constant folding).
-    p = dict(base)
-    for i, n in enumerate(names):
-        p[n] = x[i]
-    return model.nll(p, data)
+    return objective(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())
 
 
+_value = jax.jit(_nll_of_vector, static_argnames="names")
 _value_and_grad = jax.jit(jax.value_and_grad(_nll_of_vector), static_argnames="names")
 _hessian = jax.jit(jax.hessian(_nll_of_vector), static_argnames="names")
 
@@ -41,15 +41,15 @@ class NLLCost:
     errordef = 1.0
 
     def __init__(self, model, data, names=None, fixed: Mapping | None = None):
-        self.model = model
-        self.data = jnp.asarray(data)
-        ps = model.parameters
-        self.names = tuple(ps.free_names if names is None else names)
-        for n in self.names:
-            ps[n]
+        s = setup(model, data, names=names, init=fixed)
+        self.model = s.model
+        self.data = s.data
+        ps = s.model.parameters
+        self.names = s.names
         # values() casts to the parameters' dtype: a weakly typed Python float would retrace
-        self.base = ps.values(fixed)
+        self.base = s.base
         self._parameters = {n: (ps[n].lower, ps[n].upper) for n in self.names}
+        self._value = functools.partial(_value, names=self.names)
         # The jitted functions are module-level, so a new cost object with
         # the same model structure and free names reuses the compiled code: a second fit does
         # not recompile.
@@ -84,8 +84,12 @@ class NLLCost:
         return self._cache
 
     def __call__(self, *x) -> float:
+        """-2 ln L at ``x`` (value only, unless the gradient at ``x`` is cached already)."""
         self.n_value += 1
-        return self._eval(x)[0]
+        xv = self._vector(x)
+        if self._cache_x is not None and np.array_equal(xv, self._cache_x):
+            return self._cache[0]
+        return float(self._value(jnp.asarray(xv), self.model, self.base, self.data))
 
     def grad(self, *x) -> np.ndarray:
         self.n_grad += 1

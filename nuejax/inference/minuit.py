@@ -1,4 +1,16 @@
-"""MINUIT fits (iminuit MIGRAD) with the exact autodiff gradient; Hesse from the autodiff Hessian."""
+"""MINUIT fits (iminuit MIGRAD) with the exact autodiff gradient and Hessian, checked at the end
+by the KKT conditions and finished on the bound-constrained Newton solver where MIGRAD stops short.
+
+MIGRAD handles bounds by a sine transform, whose derivative vanishes on a bound: a parameter
+whose best value is a bound (a rate at zero) slows MIGRAD down and often leaves it "invalid"
+(EDM above its goal, or a call limit) at a point that is in fact the minimum, or just short of it.
+:func:`fit` therefore tests MIGRAD's end point with :func:`~nuejax.inference.newton.kkt` (EDM on
+the free subspace below MIGRAD's own goal, Hessian positive definite there, multipliers of the
+parameters on a bound ≥ 0). If the test fails, the bound-constrained Newton solver continues from
+MIGRAD's end point; its result is taken when it passes the test and is not higher. The
+:class:`~nuejax.inference.FitResult` says which minimiser finished (``minimizer``), what MIGRAD
+reported (``diagnostics``) and, for an invalid fit, why (``reason``).
+"""
 
 from __future__ import annotations
 
@@ -10,25 +22,39 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cost import NLLCost
+from .fitting import bound_flags, compiled_solver, kkt_report, make_fit_result, setup
+from .newton import STATUS
 from .results import FitResult
 
 __all__ = ["fit"]
 
 
+def _migrad_problems(fmin) -> list:
+    flags = [("is_above_max_edm", "EDM above MIGRAD's goal"), ("has_reached_call_limit", "call limit reached"),
+             ("hesse_failed", "HESSE failed"), ("has_parameters_at_limit", "parameters at a limit")]
+    out = [text for attr, text in flags if getattr(fmin, attr, False)]
+    if not getattr(fmin, "has_posdef_covar", True):
+        out.append("covariance not positive definite")
+    return out
+
+
 def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, strategy: int = 1,
-        tol: float = 0.001, ncall: int | None = None) -> FitResult:
-    """Minimise -2 ln L of ``model`` on ``data`` with MIGRAD.
+        tol: float = 0.001, ncall: int | None = None, one_sided: bool = True) -> FitResult:
+    """Minimise -2 ln L of ``model`` on ``data`` with MIGRAD, then check the KKT conditions.
 
     ``init`` overrides starting values (and the values of fixed parameters); ``names`` chooses the
-    free parameters (default: the model's free ones). The covariance is 2 H⁻¹ with H the exact
-    autodiff Hessian of -2 ln L at the minimum (MINUIT's finite-difference HESSE is not needed);
-    ``minos=True`` adds MINOS intervals (a list of names restricts them). ``tol`` is MIGRAD's
-    tolerance: it stops at EDM < 0.002 x tol x errordef.
+    free parameters (default: the model's free ones). ``tol`` is MIGRAD's tolerance: it stops at
+    EDM < 0.002 × tol × errordef, and the KKT test uses the same EDM goal. The covariance is 2 H⁻¹
+    on the free subspace with H the exact autodiff Hessian at the minimum; a parameter on a bound
+    gets a one-sided error (profile Δ(-2 ln L) = 1, ``one_sided=True``) instead of a symmetric
+    one. ``minos=True`` (or a list of names) adds MINOS intervals. See the module docstring for
+    what happens when MIGRAD stops short.
     """
     from iminuit import Minuit
 
     t0 = time.perf_counter()
-    cost = NLLCost(model, data, names, fixed=init)
+    s = setup(model, data, names=names, init=init)
+    cost = NLLCost(s.model, s.data, s.names, fixed=init)
     x0 = np.array([float(cost.base[n]) for n in cost.names])
     with warnings.catch_warnings():
         # NLLCost.g2 is needed (see its docstring) though iminuit says the Hessian overrides it.
@@ -40,33 +66,51 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     h = np.diag(cost.hessian(x0))
     m.errors = np.where(h > 0, np.sqrt(2.0 / np.where(h > 0, h, 1.0)), 0.1 * np.maximum(np.abs(x0), 1.0))
     m.migrad(ncall=ncall)
-    xbest = np.array(m.values)
-    H = cost.hessian(xbest)
-    try:
-        cov = 2.0 * np.linalg.inv(H)
-    except np.linalg.LinAlgError:
-        cov = 2.0 * np.linalg.pinv(H)
-    # A negative variance means the Hessian is not positive definite there: report NaN, not 0.
-    errors = np.sqrt(np.where(np.diag(cov) >= 0, np.diag(cov), np.nan))
+    edm_goal = 0.002 * tol * cost.errordef
+    x_m = np.clip(np.array(m.values), np.asarray(s.lower), np.asarray(s.upper))
+    ok_m, edm_m, _, min_eig_m, fval_m, _, _ = kkt_report(s, x_m, edm_goal)
+    problems = _migrad_problems(m.fmin)
+    diagnostics = {"migrad_valid": bool(m.valid), "migrad_fval": float(m.fval), "migrad_edm": float(m.fmin.edm),
+                   "migrad_nfcn": int(m.nfcn), "migrad_problems": problems, "migrad_kkt": bool(ok_m),
+                   "migrad_kkt_edm": edm_m}
+    # The bound-constrained solver continues from MIGRAD's end point: at a minimum it stops at
+    # once; on a bound it moves the parameter onto it; short of the minimum it finishes the job.
+    solve = compiled_solver(s.names, (), s.lower, s.upper, 100, float(edm_goal), None)
+    res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x_m))
+    diagnostics.update(newton_status=int(res.status), newton_iterations=int(res.n_iter))
+    nfcn, ngrad = int(m.nfcn) + int(res.n_iter) + 1, int(m.ngrad) + int(res.n_iter) + 1
+    if bool(res.converged) and float(res.fun) <= fval_m + edm_goal:
+        x, fval, H, edm, ok = np.asarray(res.x), float(res.fun), np.asarray(res.hess), float(res.edm), True
+        at_bound = bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
+        moved = not np.array_equal(x, x_m)
+        minimizer = "migrad+newton" if moved else "migrad"
+        reason = "" if (m.valid and ok_m) or not moved else (
+            "MIGRAD " + ("ended invalid (" + (", ".join(problems) or "no reason given by MINUIT") + ")"
+                         if not m.valid else "stopped before the KKT test passed")
+            + "; finished by the bound-constrained Newton solver")
+    else:
+        x = x_m
+        ok, edm, at_bound, min_eig, fval, g, H = kkt_report(s, x, edm_goal)
+        minimizer, reason = "migrad", ""
+        if not (ok and m.valid):
+            why = []
+            if not m.valid:
+                why.append("MIGRAD invalid (" + (", ".join(problems) or "no reason given by MINUIT") + ")")
+            if not ok:
+                why.append(f"KKT test failed at MIGRAD's end point (EDM {edm:.3g} vs goal {edm_goal:.3g}, smallest "
+                           f"eigenvalue of the scaled free-subspace Hessian {min_eig:.3g})")
+            why.append("bound-constrained Newton from there: " + STATUS[int(res.status)])
+            reason = "; ".join(why)
+            ok = False
+    valid = bool(ok)
     merr = None
-    if minos:
-        m.errors = errors
+    if minos and valid:
+        errs = np.sqrt(np.clip(2.0 * np.diag(np.linalg.pinv(H)), 1e-300, None))
+        m.values = x
+        m.errors = errs
         which = cost.names if minos is True else tuple(minos)
         m.minos(*which)
-        merr = {n: (m.merrors[n].lower, m.merrors[n].upper) for n in which}
-    params = cost.params(xbest)
-    return FitResult(
-        names=cost.names,
-        values={n: float(v) for n, v in zip(cost.names, xbest)},
-        errors={n: float(e) for n, e in zip(cost.names, errors)},
-        covariance=cov,
-        fval=float(m.fval),
-        valid=bool(m.valid),
-        nfcn=int(m.nfcn),
-        ngrad=int(m.ngrad),
-        edm=float(m.fmin.edm),
-        params={k: jnp.asarray(v) for k, v in params.items()},
-        minos=merr,
-        minimizer="migrad",
-        seconds=time.perf_counter() - t0,
-    )
+        merr = {n: (float(m.merrors[n].lower), float(m.merrors[n].upper)) for n in which}
+    return make_fit_result(s, x, fval, valid=valid, reason=reason, minimizer=minimizer, nfcn=nfcn, ngrad=ngrad,
+                           edm=edm, at_bound=at_bound, H=H, seconds=time.perf_counter() - t0, minos=merr,
+                           diagnostics=diagnostics, one_sided=one_sided)

@@ -32,9 +32,10 @@ import numpy as np
 
 from ..physics.precomputed import coefficients_from_probes, nsi_coefficients, probe_points
 from ..physics.spectra import recoil_spectrum
+from ..errors import ParameterError
 from .likelihood import poisson_nll
-from .parameters import ParameterSet
-from .spectral_model import MU_NU_UNIT, ModelMethods, SpectralModel, osc_from_params, physics_from_params
+from .parameters import ParameterSet, unknown_name_message
+from .spectral_model import ModelMethods, SpectralModel, osc_from_params, physics_from_params
 
 __all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "N_BASIS", "OSC_PARAMS"]
 
@@ -46,7 +47,7 @@ def basis_coefficients(params) -> jax.Array:
     """Coefficients c_b(ε, μ) of the basis, in the order of
     :func:`~nuejax.physics.precomputed.coefficients_from_probes`; μ in 1e-11 μ_B."""
     phys = physics_from_params(params)
-    mu = params.get("mu_nu", jnp.zeros(()))
+    mu = jnp.asarray(params.get("mu_nu", 0.0))
     nsi = nsi_coefficients(phys.eps_L, phys.eps_R).ravel()
     return jnp.concatenate([jnp.ones(1, dtype=nsi.dtype), nsi, (mu**2)[None]])
 
@@ -69,15 +70,22 @@ class FastModel(ModelMethods):
     background_names: tuple = field(metadata=dict(static=True))
     parameters: ParameterSet = field(metadata=dict(static=True))
     osc_values: tuple = field(metadata=dict(static=True))
+    #: Gaussian pulls of the baked-in oscillation parameters at ``osc_values`` (a constant of
+    #: -2 ln L that the general path carries as well): fast == general everywhere, off-centre too.
+    baked_pulls: jax.Array = 0.0
 
     @property
     def n_obs(self) -> int:
         return int(self.obs_edges.shape[0] - 1)
 
     def expected(self, params) -> jax.Array:
+        """Expected counts (fast path); checked front door (see :class:`~nuejax.model.spectral_model.ModelMethods`)."""
+        self._check_call(params)
         return fast_expected(self, params)
 
     def nll(self, params, data) -> jax.Array:
+        """-2 ln L (fast path), including the pulls of the baked-in oscillation parameters; checked front door."""
+        self._check_call(params, data)
         return fast_nll(self, params, data)
 
 
@@ -110,7 +118,7 @@ def fast_components(model: FastModel, params) -> dict:
 @jax.jit
 def fast_nll(model: FastModel, params, data) -> jax.Array:
     """-2 ln L on the fast path."""
-    return poisson_nll(fast_expected(model, params), data) + model.parameters.pulls(params)
+    return poisson_nll(fast_expected(model, params), data) + model.parameters.pulls(params) + model.baked_pulls
 
 
 def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastModel:
@@ -118,9 +126,13 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
     (default: the parameter set's values). Errors if the model has a per-flavour magnetic moment."""
     base = model.parameters.defaults()
     if osc_params:
-        base.update({k: jnp.asarray(v) for k, v in osc_params.items()})
+        for k in osc_params:
+            if k not in OSC_PARAMS:
+                raise ParameterError(unknown_name_message(k, OSC_PARAMS, "oscillation parameter"))
+        base = model.parameters.values({k: v for k, v in osc_params.items() if k in model.parameters})
+        base.update({k: jnp.asarray(v) for k, v in osc_params.items() if k not in model.parameters})
     osc = osc_from_params(base)
-    probes = probe_points(MU_NU_UNIT)
+    probes = probe_points(1.0)  # mu_nu = 1 (x 1e-11 mu_B), the unit of the mu_nu parameter
     rows = []
     for sig in model.signals:
         f = jax.jit(jax.vmap(lambda p, s=sig: recoil_spectrum(
@@ -128,5 +140,7 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
         rows.append(coefficients_from_probes(f) @ sig.kernel)
     params = ParameterSet(tuple(p for p in model.parameters.parameters if p.name not in OSC_PARAMS))
     osc_values = tuple((k, float(base[k])) for k in OSC_PARAMS if k in base)
+    baked = ParameterSet(tuple(p for p in model.parameters.parameters if p.name in OSC_PARAMS))
+    baked_pulls = baked.pulls({k: base[k] for k in baked.names}).astype(rows[0].dtype)
     return FastModel(jnp.stack(rows), model.templates, model.mask, model.obs_edges, model.exposure,
-                     tuple(s.norm for s in model.signals), model.background_names, params, osc_values)
+                     tuple(s.norm for s in model.signals), model.background_names, params, osc_values, baked_pulls)

@@ -7,14 +7,31 @@ parameters (:class:`ParameterSet`) is static, hashable metadata.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Parameter", "ParameterSet"]
+from ..errors import ParameterError
+
+__all__ = ["Parameter", "ParameterSet", "unknown_name_message"]
+
+
+def unknown_name_message(name, known, what: str = "parameter") -> str:
+    """``unknown parameter 'eps_ee_l'; did you mean 'eps_ee_L'? known: ...`` (case-insensitive match first)."""
+    known = tuple(known)
+    lower = {k.lower(): k for k in known}
+    close = [lower[str(name).lower()]] if str(name).lower() in lower else difflib.get_close_matches(str(name), known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown {what} {name!r}{hint} (known: {', '.join(known)})"
+
+
+def _is_traced(v) -> bool:
+    return isinstance(v, jax.core.Tracer)
 
 
 @dataclass(frozen=True)
@@ -35,10 +52,29 @@ class Parameter:
     doc: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ParameterError(f"parameter name must be an identifier string, got {self.name!r}")
+        for what in ("value", "lower", "upper"):
+            v = getattr(self, what)
+            if not isinstance(v, (int, float, np.floating, np.integer)) or isinstance(v, bool):
+                raise ParameterError(f"parameter {self.name}: {what} must be a number, got {v!r}")
+        if math.isnan(self.lower) or math.isnan(self.upper):
+            raise ParameterError(f"parameter {self.name}: bounds must not be NaN, got [{self.lower}, {self.upper}]")
+        if not self.lower < self.upper:
+            raise ParameterError(f"parameter {self.name}: lower bound {self.lower} is not below upper bound "
+                                 f"{self.upper} (reversed or equal bounds; fix the parameter instead)")
+        if not math.isfinite(self.value):
+            raise ParameterError(f"parameter {self.name}: value must be finite, got {self.value}")
         if not self.lower <= self.value <= self.upper:
-            raise ValueError(f"parameter {self.name}: default {self.value} outside bounds [{self.lower}, {self.upper}]")
-        if self.constraint is not None and not self.constraint[1] > 0:
-            raise ValueError(f"parameter {self.name}: constraint width must be > 0, got {self.constraint[1]}")
+            raise ParameterError(f"parameter {self.name}: value {self.value} outside bounds [{self.lower}, {self.upper}]")
+        if self.constraint is not None:
+            if len(self.constraint) != 2:
+                raise ParameterError(f"parameter {self.name}: constraint must be (centre, sigma), got {self.constraint!r}")
+            c, w = (float(v) for v in self.constraint)
+            if not math.isfinite(c):
+                raise ParameterError(f"parameter {self.name}: constraint centre must be finite, got {c}")
+            if not (math.isfinite(w) and w > 0):
+                raise ParameterError(f"parameter {self.name}: constraint width must be finite and > 0, got {w}")
 
 
 @dataclass(frozen=True)
@@ -48,17 +84,22 @@ class ParameterSet:
     parameters: tuple
 
     def __post_init__(self):
+        if not isinstance(self.parameters, tuple):
+            object.__setattr__(self, "parameters", tuple(self.parameters))
+        for p in self.parameters:
+            if not isinstance(p, Parameter):
+                raise ParameterError(f"ParameterSet holds Parameter objects, got {type(p).__name__}: {p!r}")
         names = [p.name for p in self.parameters]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise ValueError(f"duplicate parameter names: {sorted(dup)}")
+            raise ParameterError(f"duplicate parameter names: {sorted(dup)}")
 
     # -- lookup -------------------------------------------------------------------------------
     def __getitem__(self, name: str) -> Parameter:
         for p in self.parameters:
             if p.name == name:
                 return p
-        raise KeyError(f"unknown parameter {name!r}; known: {', '.join(self.names)}")
+        raise ParameterError(unknown_name_message(name, self.names))
 
     def __contains__(self, name) -> bool:
         return name in self.names
@@ -80,8 +121,12 @@ class ParameterSet:
 
     # -- modification (returns new sets) --------------------------------------------------------
     def update(self, name: str, **fields) -> "ParameterSet":
-        """A copy with fields of parameter ``name`` replaced (value, lower, upper, fixed, constraint)."""
+        """A copy with fields of parameter ``name`` replaced (value, lower, upper, fixed, constraint);
+        the new parameter is validated (:class:`~nuejax.errors.ParameterError`)."""
         self[name]
+        bad = set(fields) - {"value", "lower", "upper", "fixed", "constraint", "unit", "doc"}
+        if bad:
+            raise ParameterError(f"parameter {name}: cannot update field(s) {sorted(bad)}")
         return ParameterSet(tuple(replace(p, **fields) if p.name == name else p for p in self.parameters))
 
     def fix(self, *names: str, **values) -> "ParameterSet":
@@ -105,12 +150,33 @@ class ParameterSet:
         return {p.name: jnp.asarray(p.value, dtype=dtype or jnp.result_type(float)) for p in self.parameters}
 
     def values(self, overrides: Mapping | None = None, **kw) -> dict:
-        """Defaults with some values replaced: ``values({'eps_ee_L': 0.05})`` or ``values(eps_ee_L=0.05)``."""
+        """Defaults with some values replaced: ``values({'eps_ee_L': 0.05})`` or ``values(eps_ee_L=0.05)``.
+
+        Raises :class:`~nuejax.errors.ParameterError` for an unknown name (with the closest valid
+        one), a NaN/inf value or a value outside the parameter's bounds (arrays are checked
+        element by element; traced values inside ``jit`` are not checked).
+        """
         out = self.defaults()
         for k, v in {**(overrides or {}), **kw}.items():
             self[k]
+            self.check_value(k, v)
             out[k] = jnp.asarray(v, dtype=out[k].dtype)
         return out
+
+    def check_value(self, name: str, value, what: str = "value") -> None:
+        """Raise :class:`~nuejax.errors.ParameterError` if ``value`` of ``name`` is not finite or
+        outside the bounds (no-op for traced values)."""
+        if _is_traced(value):
+            return
+        p = self[name]
+        try:
+            v = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise ParameterError(f"parameter {name}: {what} {value!r} is not a number") from err
+        if not np.all(np.isfinite(v)):
+            raise ParameterError(f"parameter {name}: {what} {value!r} is not finite")
+        if np.any(v < p.lower) or np.any(v > p.upper):
+            raise ParameterError(f"parameter {name}: {what} {value!r} outside its bounds [{p.lower}, {p.upper}]")
 
     def free_vector(self, params: Mapping) -> jnp.ndarray:
         """The free parameters' values, in order, as a 1-D array."""
@@ -127,19 +193,31 @@ class ParameterSet:
         names = self.free_names if names is None else tuple(names)
         return (np.array([self[n].lower for n in names]), np.array([self[n].upper for n in names]))
 
-    def check(self, params: Mapping) -> None:
-        """Raise ``ValueError`` naming any parameter that is missing, non-finite or out of bounds."""
+    def check(self, params: Mapping, what: str = "value") -> None:
+        """Raise :class:`~nuejax.errors.ParameterError` for an unknown name (naming the closest
+        valid one), a missing parameter, or a non-finite or out-of-bound value."""
+        if not isinstance(params, Mapping):
+            raise ParameterError(f"parameters must be a mapping name -> value (e.g. model.parameters.values()), "
+                                 f"got {type(params).__name__}")
+        for k in params:
+            if k not in self.names:
+                raise ParameterError(unknown_name_message(k, self.names))
         for p in self.parameters:
             if p.name not in params:
-                raise ValueError(f"parameter {p.name} missing")
-            v = np.asarray(params[p.name])
-            if not np.all(np.isfinite(v)):
-                raise ValueError(f"parameter {p.name} is not finite: {v}")
-            if np.any(v < p.lower) or np.any(v > p.upper):
-                raise ValueError(f"parameter {p.name} = {v} outside its bounds [{p.lower}, {p.upper}]")
-        extra = set(params) - set(self.names)
-        if extra:
-            raise ValueError(f"unknown parameter(s) {sorted(extra)}")
+                raise ParameterError(f"parameter {p.name} missing (start from model.parameters.values())")
+            self.check_value(p.name, params[p.name], what)
+
+    def check_overrides(self, overrides: Mapping | None, what: str = "start") -> dict:
+        """Validate a partial mapping (starting or fixed values): known names, finite, inside bounds."""
+        if overrides is None:
+            return {}
+        if not isinstance(overrides, Mapping):
+            raise ParameterError(f"{what} values must be a mapping name -> value, got {type(overrides).__name__}")
+        for k, v in overrides.items():
+            if k not in self.names:
+                raise ParameterError(unknown_name_message(k, self.names))
+            self.check_value(k, v, what)
+        return dict(overrides)
 
     def pulls(self, params: Mapping):
         """Sum of Gaussian constraint terms ((value - centre)/sigma)^2 (paper Eq. logL)."""

@@ -26,17 +26,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..physics.cross_section import NewPhysics
+from ..physics.cross_section import MU_NU_UNIT, NewPhysics  # noqa: F401 (MU_NU_UNIT re-exported)
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import PrecomputedSpectrum, group_recoil_spectra, group_spectra
 from ..physics.spectra import SolarSource, recoil_spectrum
+from ..errors import ParameterError
+from .checks import check_data, check_params, is_traced
 from .likelihood import check_counts, check_expected, poisson_nll
 from .parameters import ParameterSet
 
 __all__ = ["SignalComponent", "SpectralModel", "expected", "nll", "signal_spectra", "physics_from_params", "osc_from_params"]
 
-#: mu_nu parameters are in units of 1e-11 Bohr magnetons; Delta m^2_21 in units of 1e-5 eV^2.
-MU_NU_UNIT = 1e-11
+#: mu_nu parameters are in units of MU_NU_UNIT = 1e-11 Bohr magnetons, like NewPhysics.mu_nu;
+#: Delta m^2_21 in units of 1e-5 eV^2.
 DM2_UNIT = 1e-5
 
 
@@ -69,17 +71,35 @@ class _Signals(tuple):
 
 class ModelMethods:
     """Conveniences shared by every model class that defines ``parameters``, ``n_obs``-sized
-    ``expected(params)`` and ``nll(params, data)``."""
+    ``expected(params)`` and ``nll(params, data)``.
+
+    The methods ``expected`` and ``nll`` are the checked front door: called eagerly they validate
+    the parameter mapping (unknown names with the closest valid one, missing, NaN or out-of-bound
+    values) and the data (shape, finite, >= 0) and raise :class:`~nuejax.errors.InputError`;
+    inside ``jit``/``vmap``/``grad`` (traced values) they check nothing, so compiled code pays
+    nothing.
+    """
 
     def defaults(self) -> dict:
         return self.parameters.defaults()
 
     def with_parameters(self, parameters: ParameterSet):
         """The same model with a different parameter description (e.g. after ``fix``/``release``)."""
+        if not isinstance(parameters, ParameterSet):
+            raise ParameterError(f"with_parameters takes a ParameterSet, got {type(parameters).__name__}")
         missing = set(self.parameters.names) - set(parameters.names)
         if missing:
-            raise ValueError(f"parameter set lacks {sorted(missing)}")
+            raise ParameterError(f"parameter set lacks {sorted(missing)}")
+        extra = set(parameters.names) - set(self.parameters.names)
+        if extra:
+            raise ParameterError(f"parameter set has parameter(s) {sorted(extra)} that the model does not read")
         return dataclasses.replace(self, parameters=parameters)
+
+    def _check_call(self, params, data=None) -> None:
+        check_params(self.parameters, params)
+        if data is not None and not is_traced(data):
+            n = np.asarray(data) if not hasattr(data, "axes") else data
+            check_data(n, self.n_obs, batch=np.ndim(n) == 2, warn_non_integer=False)
 
     def asimov(self, params=None) -> jax.Array:
         """Asimov data set: the expected spectrum at ``params`` (default: the defaults)."""
@@ -137,9 +157,13 @@ class SpectralModel(ModelMethods):
         return tuple(s.name for s in self.signals)
 
     def expected(self, params) -> jax.Array:
+        """Expected counts per observable bin (paper Eq. mu_total); checked front door (class docstring)."""
+        self._check_call(params)
         return expected(self, params)
 
     def nll(self, params, data) -> jax.Array:
+        """-2 ln L (paper Eq. logL); checked front door (class docstring)."""
+        self._check_call(params, data)
         return nll(self, params, data)
 
     def check(self, params, data) -> None:
@@ -158,7 +182,7 @@ def physics_from_params(p) -> NewPhysics:
     return NewPhysics(
         eps_L=jnp.stack([g("eps_ee_L"), g("eps_mumu_L"), g("eps_tautau_L")]),
         eps_R=jnp.stack([g("eps_ee_R"), g("eps_mumu_R"), g("eps_tautau_R")]),
-        mu_nu=g("mu_nu") * MU_NU_UNIT,
+        mu_nu=g("mu_nu"),
     )
 
 

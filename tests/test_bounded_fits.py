@@ -1,0 +1,294 @@
+"""Fits that are right at bounds: the bound-constrained Newton solver and its KKT test, batch_fit
+against two independent minimisers on Poisson toys, MIGRAD finished at bounds, one-sided errors
+and upper limits at the physical boundary, results saved and loaded, goodness of fit, user models."""
+
+import dataclasses
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from iminuit import Minuit
+from scipy.optimize import minimize
+from scipy.special import xlogy
+
+from nuejax.errors import ModelProtocolError
+from nuejax.inference import (FitResult, NLLCost, Scan2DResult, ScanResult, batch_fit, fit, goodness_of_fit, kkt,
+                              load_result, minimize_bounded, newton_fit, profile_scan, profile_scan_2d,
+                              saturated_deviance)
+from nuejax.model import Parameter, ParameterSet, poisson_nll
+from nuejax.model.fast import fast_model
+
+
+@pytest.fixture(scope="module")
+def fast_mu(small_model):
+    """Fast path with mu_nu (bounded at 0) free; general model beside it."""
+    m = small_model.with_parameters(small_model.parameters.release("mu_nu"))
+    return m, fast_model(m)
+
+
+@pytest.fixture(scope="module")
+def low_exposure(fast_mu):
+    """3 day x 100 t and a low 85Kr rate: background rates and mu_nu reach their zero bound."""
+    _, fm = fast_mu
+    fm = dataclasses.replace(fm, exposure=3.0)
+    return fm, fm.parameters.values(rate_85Kr=1.0)
+
+
+# -- the solver on problems with known answers ----------------------------------------------------
+def test_solver_box_quadratic_and_rosenbrock():
+    w = jnp.array([1.0, 1e6, 1e-2])
+    f = lambda x, a: jnp.sum(w * (x - a) ** 2)  # noqa: E731
+    target = jnp.array([-1.0, 2.0, 0.3])
+    r = minimize_bounded(f, jnp.full(3, 0.5), target, [0, 0, 0], [1, 1, 1])
+    # diagonal quadratic: the solution is the target clipped to the box
+    np.testing.assert_allclose(np.asarray(r.x), [0.0, 1.0, 0.3], atol=1e-4)
+    assert bool(r.converged) and list(np.asarray(r.at_lower)) == [True, False, False]
+    assert list(np.asarray(r.at_upper)) == [False, True, False]
+    rb = lambda x, _: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2  # noqa: E731
+    r = minimize_bounded(rb, jnp.array([-1.2, 1.0]), None, [-2, -2], [0.5, 2])
+    # constrained Rosenbrock: x0 on its upper bound 0.5, x1 = x0^2
+    np.testing.assert_allclose(np.asarray(r.x), [0.5, 0.25], atol=1e-5)
+    assert bool(r.converged) and bool(r.at_upper[0])
+
+
+def test_solver_leaves_a_saddle_on_the_bound_and_stops_at_a_flat_bound_minimum():
+    # f = -x^2 + x^4 from x = 0 (on the bound): gradient 0, curvature < 0 -> must move to 1/sqrt(2)
+    r = minimize_bounded(lambda x, _: -x[0] ** 2 + x[0] ** 4, jnp.array([0.0]), None, [0.0], [5.0])
+    assert bool(r.converged) and float(r.x[0]) == pytest.approx(2**-0.5, rel=1e-5)
+    # f = x^4 (the mu_nu case on data without a moment): minimum on the bound, curvature 0
+    r = minimize_bounded(lambda x, _: x[0] ** 4 + (x[1] - 0.3) ** 2, jnp.array([0.0, 0.0]), None, [0, -1], [10, 1])
+    assert bool(r.converged) and float(r.x[0]) == 0.0 and bool(r.at_lower[0])
+
+
+def test_kkt_test_rejects_points_that_are_not_minima():
+    H = jnp.diag(jnp.array([2.0, 2.0]))
+    lo, hi = jnp.zeros(2), jnp.ones(2)
+    grad = lambda x: 2 * (x - jnp.array([-0.5, 0.4]))  # noqa: E731  minimum at (0, 0.4)
+    assert bool(kkt(jnp.array([0.0, 0.4]), grad(jnp.array([0.0, 0.4])), H, lo, hi)[0])
+    for x in ([0.1, 0.4], [0.0, 0.41], [1.0, 0.4], [0.5, 0.5]):
+        x = jnp.array(x)
+        assert not bool(kkt(x, grad(x), H, lo, hi)[0]), x
+    # on a bound with the gradient pointing inward: not a minimum
+    x = jnp.array([0.0, 0.4])
+    assert not bool(kkt(x, jnp.array([-1.0, 0.0]), H, lo, hi)[0])
+    # saddle: indefinite Hessian on the free subspace
+    assert not bool(kkt(jnp.array([0.5, 0.5]), jnp.zeros(2), jnp.diag(jnp.array([1.0, -1.0])), lo, hi)[0])
+    # iteration-limited run: never converged short of the minimum
+    rb = lambda x, _: (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2  # noqa: E731
+    r = minimize_bounded(rb, jnp.array([-1.2, 1.0]), None, [-2, -2], [2, 2], max_iter=3)
+    assert not bool(r.converged) and int(r.status) == 1
+
+
+# -- toys: batch_fit against MIGRAD and L-BFGS-B ---------------------------------------------------
+@pytest.mark.parametrize("n_toys", [30, pytest.param(100, marks=pytest.mark.slow)])
+def test_batch_fit_reaches_the_best_minimum_on_toys(low_exposure, n_toys):
+    """30 toys in the default run, 100 in the slow job (the references cost ~1 s a toy)."""
+    fm, truth = low_exposure
+    toys = fm.pseudo_data(jax.random.PRNGKey(7), truth, n_toys=n_toys)
+    batch_fit(fm, toys[:2])  # compile
+    t0 = time.perf_counter()
+    b = batch_fit(fm, toys)
+    seconds = time.perf_counter() - t0
+    names = b.names
+    lo, hi = fm.parameters.bounds(names)
+    worse, migrad_excess, migrad_invalid, lbfgsb_excess = [], [], 0, []
+    for i in range(len(toys)):
+        c = NLLCost(fm, toys[i])
+        x0 = np.array([float(c.base[n]) for n in names])
+        with pytest.warns(Warning, match="hessian overrides g2"):
+            mi = Minuit(c, x0)
+        mi.migrad()
+        vg = lambda x, c=c: (c(x), c.grad(x))  # noqa: E731
+        lb = minimize(vg, x0, jac=True, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+                      options=dict(maxiter=5000, ftol=1e-14, gtol=1e-9, maxfun=20000))
+        best = min(mi.fval, lb.fun)
+        worse.append(b.fval[i] - best)
+        migrad_excess.append(mi.fval - min(best, b.fval[i]))
+        lbfgsb_excess.append(lb.fun - min(best, b.fval[i]))
+        migrad_invalid += not mi.valid
+    worse = np.array(worse)
+    on_bound = np.array([any(b.at_lower[n][i] or b.at_upper[n][i] for n in names) for i in range(len(toys))])
+    print(f"\nbatch_fit: {n_toys} toys in {seconds:.3f} s; max(batch - best of MIGRAD, L-BFGS-B) = {worse.max():.2e}; "
+          f"{on_bound.sum()} toys with a parameter on a bound; MIGRAD alone invalid on {migrad_invalid}, "
+          f"up to {max(migrad_excess):.3g} above the minimum; L-BFGS-B up to {max(lbfgsb_excess):.3g} above")
+    assert b.converged.all()
+    assert worse.max() < 1e-3
+    assert on_bound.sum() >= n_toys // 5  # the test exercises the bounds
+
+
+def test_batch_fit_flags_converged_only_at_minima(low_exposure):
+    fm, truth = low_exposure
+    toys = fm.pseudo_data(jax.random.PRNGKey(11), truth, n_toys=40)
+    full = batch_fit(fm, toys)
+    short = batch_fit(fm, toys, max_iter=2)
+    assert full.converged.all()
+    gap = short.fval - full.fval
+    assert (~short.converged).sum() >= 5  # two iterations are not enough for most toys
+    # every toy flagged converged after two iterations is at the minimum
+    assert np.all(gap[short.converged] < 1e-6)
+
+
+def test_batch_fit_per_toy_starts_and_result(low_exposure):
+    fm, truth = low_exposure
+    toys = fm.pseudo_data(jax.random.PRNGKey(3), truth, n_toys=6)
+    starts = np.linspace(0.9, 1.1, 6)
+    b = batch_fit(fm, toys, {"norm_pp": starts})
+    ref = batch_fit(fm, toys)
+    np.testing.assert_allclose(b.fval, ref.fval, atol=1e-6)
+    d = b.to_dict()
+    assert json.loads(json.dumps(d, allow_nan=False))["names"] == list(b.names)
+    assert "6 data sets" in str(b)
+
+
+# -- MINUIT at bounds ------------------------------------------------------------------------------
+def test_nllcost_value_call_costs_a_value(fast_mu):
+    _, fm = fast_mu
+    data = fm.asimov()
+    c = NLLCost(fm, data)
+    calls = []
+    vg = c._vg
+    c._vg = lambda *a: calls.append(1) or vg(*a)
+    x = np.array([float(c.base[n]) for n in c.names])
+    v = c(x)
+    assert calls == [] and np.isfinite(v)
+    g = c.grad(x)
+    assert calls == [1] and c(x) == pytest.approx(v) and calls == [1]  # value reused from the gradient call
+    assert g.shape == (len(c.names),)
+
+
+def test_migrad_fits_of_toys_at_bounds_are_valid_minima(low_exposure):
+    fm, truth = low_exposure
+    toys = fm.pseudo_data(jax.random.PRNGKey(7), truth, n_toys=3)
+    b = batch_fit(fm, toys)
+    for i in range(len(toys)):
+        r = fit(fm, toys[i], one_sided=False)
+        assert r.valid, r.reason
+        assert r.fval <= b.fval[i] + 1e-6
+        for n, side in r.at_bound.items():
+            assert r.errors[n] is None and r.values[n] == fm.parameters[n].lower
+
+
+def test_fit_at_mu_zero_gives_a_one_sided_error_and_an_upper_limit(fast_mu):
+    _, fm = fast_mu
+    data = fm.asimov()  # mu_nu = 0
+    r = fit(fm, data)
+    assert r.valid and r.values["mu_nu"] == 0.0 and r.at_bound == {"mu_nu": "lower"}
+    assert r.errors["mu_nu"] is None and "one-sided" in str(r)
+    up = r.one_sided["mu_nu"]
+    scan = profile_scan(fm, data, "mu_nu", np.linspace(0.0, 3 * up, 61), global_fit=r)
+    ul = scan.upper_limit(0.9)
+    # independent checks at exactly those points (one launch of the same compiled shape)
+    check = profile_scan(fm, data, "mu_nu", np.r_[up, ul, np.zeros(59)], global_fit=r)
+    assert check.delta_chi2[0] == pytest.approx(1.0, abs=0.02)  # the one-sided error
+    assert check.delta_chi2[1] == pytest.approx(1.642, abs=0.02)  # the one-sided limit
+    iv = scan.interval(0.9)
+    lo, hi = iv
+    assert lo is None and hi > ul and "two-sided" in iv.convention and "upper_limit" in iv.convention
+    assert "1.642" in scan.upper_limit_convention
+
+
+def test_fast_path_equals_general_path_off_centre(small_model):
+    m = small_model.with_parameters(small_model.parameters.release("eps_ee_L", "mu_nu"))
+    osc = {"sin2_theta12": 0.33, "dm2_21": 7.9}
+    fm = fast_model(m, osc)
+    data = m.asimov(m.parameters.values(osc, eps_ee_L=0.03))
+    for p in ({"eps_ee_L": 0.02, "mu_nu": 1.0}, {"norm_pp": 1.01, "rate_85Kr": 5.0}):
+        general = float(m.nll(m.parameters.values({**osc, **p}), data))
+        fast = float(fm.nll(fm.parameters.values(p), data))
+        assert fast == pytest.approx(general, rel=1e-12, abs=1e-8)
+    assert float(fm.baked_pulls) > 1.0  # the off-centre pulls are carried, not dropped
+
+
+# -- results you can keep ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def toy_fit(low_exposure):
+    fm, truth = low_exposure
+    data = fm.pseudo_data(jax.random.PRNGKey(5), truth)
+    return data, fit(fm, data)
+
+
+def test_results_round_trip_through_json(tmp_path, low_exposure, toy_fit):
+    fm, _ = low_exposure
+    data, r = toy_fit
+    assert r.at_bound  # a parameter on a bound exercises None errors
+    d = r.to_dict()
+    assert FitResult.from_dict(json.loads(json.dumps(d, allow_nan=False))).to_dict() == d
+    back = FitResult.load(r.save(tmp_path / "fit.json"))
+    assert back.values == r.values and back.at_bound == r.at_bound and back.versions["nuejax"]
+    np.testing.assert_array_equal(back.covariance, r.covariance)
+    few = ("rate_85Kr", "rate_210Bi")  # a small profiled set: quick to compile
+    s = profile_scan(fm, data, "norm_pp", np.linspace(0.98, 1.02, 5), global_fit=r, profile=few)
+    s2 = load_result(s.save(tmp_path / "scan.json"))
+    assert isinstance(s2, ScanResult) and s2.to_dict() == s.to_dict() and tuple(s2.interval()) == tuple(s.interval())
+    s2d = profile_scan_2d(fm, data, ("norm_pp", "norm_7Be"), [0.99, 1.0, 1.01], [0.95, 1.0], global_fit=r,
+                          profile=few)
+    back2d = Scan2DResult.load(s2d.save(tmp_path / "scan2d.json"))
+    np.testing.assert_array_equal(back2d.nll, s2d.nll)
+    with pytest.raises(ValueError, match="not a FitResult"):
+        FitResult.load(tmp_path / "scan.json")
+
+
+def test_pulls_and_goodness_of_fit(low_exposure, toy_fit):
+    fm, _ = low_exposure
+    data, r = toy_fit
+    pulls = r.pulls(fm.parameters)
+    p = fm.parameters["norm_pp"]
+    assert pulls["norm_pp"] == pytest.approx((r.values["norm_pp"] - p.constraint[0]) / p.constraint[1])
+    mu = np.asarray(fm.expected(fm.parameters.values(r.params)))
+    n = np.asarray(data)
+    ref = 2 * np.sum(mu - n + xlogy(n, n) - xlogy(n, mu))
+    g = goodness_of_fit(fm, data, r, n_toys=40, key=jax.random.PRNGKey(1))
+    assert g.deviance == pytest.approx(ref, rel=1e-10)
+    assert g.ndof == fm.n_obs - len(r.names) and 0 < g.p_chi2 < 1
+    assert g.n_toys_converged == 40 and 0 <= g.p_toys <= 1
+    # the toy deviances scatter around the observed one for data drawn from the model
+    assert 0.5 < np.mean(g.toy_deviances) / g.deviance < 2
+    assert float(saturated_deviance(jnp.asarray(n), jnp.asarray(n))) == 0.0
+
+
+# -- a user-written model ------------------------------------------------------------------------------
+class TwoTemplates:
+    """A model written by a user: not a PyTree, just .parameters, .nll and .expected."""
+
+    def __init__(self):
+        x = np.linspace(0, 1, 40)
+        self.signal = jnp.asarray(np.exp(-0.5 * ((x - 0.5) / 0.1) ** 2))
+        self.flat = jnp.ones(40)
+        self.parameters = ParameterSet((Parameter("s", 10.0, 0.0, 1e4), Parameter("b", 5.0, 0.0, 1e4)))
+        self.n_obs = 40
+
+    def expected(self, p):
+        return p["s"] * self.signal + p["b"] * self.flat
+
+    def nll(self, p, data):
+        return poisson_nll(self.expected(p), data)
+
+
+def test_a_user_written_model_fits_and_wrong_ones_are_named():
+    model = TwoTemplates()
+    data = np.round(np.asarray(model.expected({"s": 30.0, "b": 4.0})))
+    rm, rn = fit(model, data), newton_fit(model, data)
+    assert rm.valid and rn.valid and rm.values["s"] == pytest.approx(rn.values["s"], rel=1e-5)
+    # closed form at the minimum: sum(mu) = sum(n) (the likelihood equation of a free flat term)
+    mu = np.asarray(model.expected({k: jnp.asarray(v) for k, v in rn.values.items()}))
+    assert mu.sum() == pytest.approx(data.sum(), rel=1e-8)
+    b = batch_fit(model, np.stack([data, data]))
+    assert b.converged.all() and b.values["s"][0] == pytest.approx(rn.values["s"], rel=1e-6)
+
+    class NoNll:
+        parameters = model.parameters
+
+    with pytest.raises(ModelProtocolError, match="lacks nll"):
+        fit(NoNll(), data)
+
+    class BadParams:
+        parameters = {"s": 1.0}
+
+        def nll(self, p, d):
+            return 0.0
+
+    with pytest.raises(ModelProtocolError, match="ParameterSet"):
+        newton_fit(BadParams(), data)
