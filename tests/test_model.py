@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import poisson
 
+from nuejax.errors import ParameterError
 from nuejax.model import borexino_like_model, poisson_nll
 from nuejax.model.likelihood import check_expected
 from nuejax.physics import NewPhysics, build_source, event_rate
@@ -122,7 +123,7 @@ def test_pulls_and_parameter_errors(model):
         model.check({k: v for k, v in base.items() if k != "rate_11C"}, data)
     with pytest.raises(ValueError, match="invalid count -1"):
         model.check(base, data.at[5].set(-1.0))
-    with pytest.raises(KeyError, match="unknown parameter 'eps_ee'"):
+    with pytest.raises(ParameterError, match="unknown parameter .eps_ee.; did you mean"):
         model.parameters.values(eps_ee=0.1)
 
 
