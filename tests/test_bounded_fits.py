@@ -14,9 +14,9 @@ from iminuit import Minuit
 from scipy.optimize import minimize
 from scipy.special import xlogy
 
-from nuejax.errors import ModelProtocolError
+from nuejax.errors import ModelProtocolError, ParameterError
 from nuejax.inference import (FitResult, NLLCost, Scan2DResult, ScanResult, batch_fit, fit, goodness_of_fit, kkt,
-                              load_result, minimize_bounded, newton_fit, profile_scan, profile_scan_2d,
+                              load_result, minimize_bounded, newton_fit, newton_minimize, profile_scan, profile_scan_2d,
                               saturated_deviance)
 from nuejax.model import Parameter, ParameterSet, poisson_nll
 from nuejax.model.fast import fast_model
@@ -61,6 +61,16 @@ def test_solver_leaves_a_saddle_on_the_bound_and_stops_at_a_flat_bound_minimum()
     # f = x^4 (the mu_nu case on data without a moment): minimum on the bound, curvature 0
     r = minimize_bounded(lambda x, _: x[0] ** 4 + (x[1] - 0.3) ** 2, jnp.array([0.0, 0.0]), None, [0, -1], [10, 1])
     assert bool(r.converged) and float(r.x[0]) == 0.0 and bool(r.at_lower[0])
+
+
+def test_two_flat_bound_coordinates_forming_a_saddle_are_not_a_minimum():
+    # each coordinate alone curves up at (0, 0), together they go down: f(0.8, 0.8) < 0
+    f = lambda x: x[0] ** 2 + x[1] ** 2 - 4 * x[0] * x[1] + x[0] ** 4 + x[1] ** 4  # noqa: E731
+    x0 = jnp.zeros(2)
+    H = jax.hessian(f)(x0)
+    assert not bool(kkt(x0, jax.grad(f)(x0), H, jnp.zeros(2), jnp.full(2, 10.0))[0])
+    r = newton_minimize(f, x0, [0, 0], [10, 10])
+    assert bool(r.converged) and np.asarray(r.x) == pytest.approx([2**-0.5, 2**-0.5], rel=1e-5)
 
 
 def test_kkt_test_rejects_points_that_are_not_minima():
@@ -181,9 +191,11 @@ def test_fit_at_mu_zero_gives_a_one_sided_error_and_an_upper_limit(fast_mu):
     scan = profile_scan(fm, data, "mu_nu", np.linspace(0.0, 3 * up, 61), global_fit=r)
     ul = scan.upper_limit(0.9)
     # independent checks at exactly those points (one launch of the same compiled shape)
-    check = profile_scan(fm, data, "mu_nu", np.r_[up, ul, np.zeros(59)], global_fit=r)
-    assert check.delta_chi2[0] == pytest.approx(1.0, abs=0.02)  # the one-sided error
-    assert check.delta_chi2[1] == pytest.approx(1.642, abs=0.02)  # the one-sided limit
+    check = profile_scan(fm, data, "mu_nu", np.r_[np.linspace(0.0, 0.5 * up, 59), up, ul], global_fit=r)
+    assert check.delta_chi2[-2] == pytest.approx(1.0, abs=0.02)  # the one-sided error
+    assert check.delta_chi2[-1] == pytest.approx(1.642, abs=0.02)  # the one-sided limit
+    with pytest.raises(ParameterError, match="strictly increasing"):
+        profile_scan(fm, data, "mu_nu", [1.0, 0.5], global_fit=r)
     iv = scan.interval(0.9)
     lo, hi = iv
     assert lo is None and hi > ul and "two-sided" in iv.convention and "upper_limit" in iv.convention
@@ -229,6 +241,15 @@ def test_results_round_trip_through_json(tmp_path, low_exposure, toy_fit):
     np.testing.assert_array_equal(back2d.nll, s2d.nll)
     with pytest.raises(ValueError, match="not a FitResult"):
         FitResult.load(tmp_path / "scan.json")
+    with pytest.raises(ValueError, match="lacks values"):
+        FitResult.from_dict({k: v for k, v in d.items() if k != "values"})
+    # an invalid fit with an infinite -2 ln L still saves as strict JSON (null)
+    bad = dataclasses.replace(r, fval=float("inf"), valid=False, reason="test")
+    assert FitResult.load(bad.save(tmp_path / "bad.json")).fval == float("inf")
+    import pickle
+
+    iv = s.interval(0.9)
+    assert pickle.loads(pickle.dumps(iv)).convention == iv.convention
 
 
 def test_pulls_and_goodness_of_fit(low_exposure, toy_fit):
@@ -280,6 +301,18 @@ def test_a_user_written_model_fits_and_wrong_ones_are_named():
 
     class NoNll:
         parameters = model.parameters
+
+    @dataclasses.dataclass
+    class DataclassModel:  # compares arrays in __eq__: must never be compared by JAX
+        parameters: ParameterSet
+        signal: np.ndarray
+
+        def nll(self, p, d):
+            return poisson_nll(p["s"] * self.signal + p["b"], d)
+
+    dm = DataclassModel(model.parameters, np.asarray(model.signal))
+    first, second = newton_fit(dm, data), newton_fit(dm, data)
+    assert first.valid and second.fval == first.fval and fit(dm, data).valid
 
     with pytest.raises(ModelProtocolError, match="lacks nll"):
         fit(NoNll(), data)

@@ -38,6 +38,7 @@ def data(fm):
     (dict(name="x", value=0.0, constraint=(1.0,)), r"\(centre, sigma\)"),
     (dict(name="not a name", value=0.0), "identifier"),
     (dict(name="x", value="1"), "must be a number"),
+    (dict(name="x", value=0.0, constraint=0.1), r"\(centre, sigma\)"),
 ])
 def test_bad_parameter_definitions(kw, match):
     with pytest.raises(ParameterError, match=match):
@@ -52,6 +53,9 @@ def test_bad_parameter_sets_and_values(fm):
     ps = fm.parameters
     with pytest.raises(ParameterError, match="did you mean 'eps_ee_L'"):
         ps.values(eps_ee_l=0.05)
+    with pytest.raises(ParameterError, match="must be a mapping"):
+        ps.values([("eps_ee_L", 0.05)])
+    hash(ParameterSet((Parameter("a", 0.0, constraint=[0.0, 1.0]),)))  # a list constraint is stored as a tuple
     with pytest.raises(ParameterError, match="did you mean 'norm_7Be'"):
         ps["norm_7be"]
     with pytest.raises(ParameterError, match="not finite"):

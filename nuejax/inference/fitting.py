@@ -190,13 +190,17 @@ def one_sided_errors(s: Setup, x, fval: float, at_bound: dict, H, *, level: floa
         h = H[i, i]
         sigma = np.sqrt(2.0 / h) if h > 0 else (0.1 * min(room, 10.0 * max(1.0, abs(x[i]))) if np.isfinite(room) else 1.0)
         d = sigma * 2.0 ** (np.arange(24) / 2.0 - 6.0)
-        d = d[d < room] if np.isfinite(room) else d
+        if np.isfinite(room):  # the far bound itself is the last point: a crossing inside is never missed
+            d = np.append(d[d < room][:23], room)
         if d.size == 0:
             out[name] = None
             continue
         sign = 1.0 if side == "lower" else -1.0
         rise = prof(x[i] + sign * d) - fval
         k = np.nonzero(rise >= level)[0]
+        if k.size and k[0] > 0 and not np.isfinite(rise[k[0] - 1]):
+            out[name] = None
+            continue
         if k.size == 0:
             out[name] = None
             continue
@@ -206,6 +210,9 @@ def one_sided_errors(s: Setup, x, fval: float, at_bound: dict, H, *, level: floa
         rise_f = prof(x[i] + sign * fine) - fval
         rise_f[0] = max(rise_f[0], 0.0)
         j = int(np.nonzero(rise_f >= level)[0][0])
+        if j == 0 or not np.isfinite(rise_f[j - 1]):
+            out[name] = None  # a failed profile fit brackets the crossing: no number rather than a wrong one
+            continue
         r0, r1 = np.sqrt(max(rise_f[j - 1], 0.0)), np.sqrt(rise_f[j])
         t = (np.sqrt(level) - r0) / (r1 - r0) if r1 > r0 else 1.0
         out[name] = float(fine[j - 1] + t * (fine[j] - fine[j - 1]))
@@ -218,7 +225,8 @@ def _profile(s: Setup, name, others, x, values):
     solve = compiled_solver(others, (name,), lo, hi, 100, EDM_TOL, "fixed")
     x0 = jnp.asarray([x[s.names.index(n)] for n in others])
     res = solve(jnp.asarray(np.asarray(values, dtype=float))[:, None], s.model, s.base, s.data, x0)
-    return np.asarray(res.fun)
+    # a profile fit that did not converge is not a profile value (it lies too high)
+    return np.where(np.asarray(res.converged), np.asarray(res.fun), np.nan)
 
 
 def _plain_profile(s: Setup, name, values):
@@ -274,7 +282,8 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, max_iter
     at_bound = bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
     status = int(res.status)
     return make_fit_result(s, res.x, float(res.fun), valid=bool(res.converged), reason="" if status == 0 else STATUS[status],
-                           minimizer="newton", nfcn=int(res.n_iter), ngrad=int(res.n_iter), edm=float(res.edm),
+                           minimizer="newton", nfcn=int(res.n_iter) + 1, ngrad=int(res.n_iter) + 1,
+                           edm=float(res.edm),
                            at_bound=at_bound, H=np.asarray(res.hess), seconds=time.perf_counter() - t0,
                            diagnostics={"status": status, "min_eig": float(res.min_eig)}, one_sided=one_sided)
 

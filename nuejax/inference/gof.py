@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ModelProtocolError
+from ..model.checks import check_model
 from .fitting import batch_fit, setup
 from .results import FitResult
 
@@ -65,6 +66,9 @@ def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None
     """
     from scipy.stats import chi2
 
+    model = check_model(model)
+    if not isinstance(result, FitResult):
+        raise TypeError(f"result must be a FitResult of this model and data, got {type(result).__name__}")
     s = setup(model, data, names=result.names, init={k: v for k, v in result.params.items()
                                                      if k in model.parameters and np.ndim(v) == 0})
     if not hasattr(s.model, "expected"):
@@ -72,6 +76,7 @@ def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None
     best = {k: jnp.asarray(v, dtype=s.data.dtype) for k, v in s.base.items()}
     mu = s.model.expected(best)
     dev = float(saturated_deviance(mu, s.data))
+    # every fitted parameter counts, Gaussian-constrained ones too (a conservative convention)
     ndof = int(s.data.shape[-1]) - len(result.names)
     p_chi2 = float(chi2.sf(dev, ndof)) if ndof > 0 else float("nan")
     if n_toys <= 0:

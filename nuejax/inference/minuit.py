@@ -92,7 +92,10 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
         x = x_m
         ok, edm, at_bound, min_eig, fval, g, H = kkt_report(s, x, edm_goal)
         minimizer, reason = "migrad", ""
-        if not (ok and m.valid):
+        if ok and not m.valid:
+            reason = ("MIGRAD reported invalid (" + (", ".join(problems) or "no reason given") +
+                      ") but the KKT test passes at its end point")
+        elif not ok:
             why = []
             if not m.valid:
                 why.append("MIGRAD invalid (" + (", ".join(problems) or "no reason given by MINUIT") + ")")
@@ -104,13 +107,26 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
             ok = False
     valid = bool(ok)
     merr = None
-    if minos and valid:
-        errs = np.sqrt(np.clip(2.0 * np.diag(np.linalg.pinv(H)), 1e-300, None))
-        m.values = x
-        m.errors = errs
+    if minos:
         which = cost.names if minos is True else tuple(minos)
-        m.minos(*which)
-        merr = {n: (float(m.merrors[n].lower), float(m.merrors[n].upper)) for n in which}
+        for n in which:
+            if n not in cost.names:
+                raise ValueError(f"minos: {n!r} is not a fitted parameter (fitted: {', '.join(cost.names)})")
+        skipped = [n for n in which if n in at_bound]
+        which = tuple(n for n in which if n not in at_bound)
+        if not valid:
+            reason += "; MINOS skipped (the fit is not valid)"
+        elif which:
+            errs = np.sqrt(np.clip(2.0 * np.diag(np.linalg.pinv(H)), 1e-300, None))
+            m.values = x
+            m.errors = errs
+            m.minos(*which)
+            # a side MINOS could not establish is None, not a number
+            merr = {n: (float(m.merrors[n].lower) if m.merrors[n].lower_valid else None,
+                        float(m.merrors[n].upper) if m.merrors[n].upper_valid else None) for n in which}
+        if skipped:
+            reason = (reason + "; " if reason else "") + (f"MINOS not run for {', '.join(skipped)} (on a bound: see the "
+                                                          "one-sided error)")
     return make_fit_result(s, x, fval, valid=valid, reason=reason, minimizer=minimizer, nfcn=nfcn, ngrad=ngrad,
                            edm=edm, at_bound=at_bound, H=H, seconds=time.perf_counter() - t0, minos=merr,
                            diagnostics=diagnostics, one_sided=one_sided)

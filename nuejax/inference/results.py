@@ -190,7 +190,8 @@ class FitResult(_Saveable):
             extra = ""
             if self.minos and n in self.minos:
                 lo, hi = self.minos[n]
-                extra = f"  MINOS [{lo:+.4g}, {hi:+.4g}]"
+                fmt = lambda v: "invalid" if v is None else f"{v:+.4g}"  # noqa: E731
+                extra = f"  MINOS [{fmt(lo)}, {fmt(hi)}]"
             lines.append(f"  {n:<16} {self.values[n]:>14.6g} {self.error_text(n)}{extra}")
         return "\n".join(lines)
 
@@ -201,10 +202,10 @@ class FitResult(_Saveable):
             "values": {k: float(v) for k, v in self.values.items()},
             "errors": {k: _json_float(v) for k, v in self.errors.items()},
             "covariance": [[_json_float(v) for v in row] for row in np.asarray(self.covariance, dtype=float)],
-            "fval": float(self.fval), "valid": bool(self.valid), "nfcn": int(self.nfcn), "ngrad": int(self.ngrad),
+            "fval": _json_float(self.fval), "valid": bool(self.valid), "nfcn": int(self.nfcn), "ngrad": int(self.ngrad),
             "edm": _json_float(self.edm),
             "params": {k: (np.asarray(v, dtype=float).tolist()) for k, v in self.params.items()},
-            "minos": None if self.minos is None else {k: [float(a), float(b)] for k, (a, b) in self.minos.items()},
+            "minos": None if self.minos is None else {k: [_json_float(a), _json_float(b)] for k, (a, b) in self.minos.items()},
             "minimizer": self.minimizer, "seconds": float(self.seconds), "at_bound": dict(self.at_bound),
             "one_sided": {k: _json_float(v) for k, v in self.one_sided.items()}, "reason": self.reason,
             "diagnostics": _jsonable(self.diagnostics), "versions": dict(self.versions),
@@ -213,11 +214,14 @@ class FitResult(_Saveable):
     @classmethod
     def from_dict(cls, d: dict) -> "FitResult":
         _check_schema(d, "FitResult")
+        _check_keys(d, "FitResult", ("names", "values", "errors", "covariance", "fval", "valid", "nfcn", "ngrad",
+                                     "edm", "params", "minos", "minimizer", "seconds", "at_bound", "one_sided",
+                                     "reason", "diagnostics", "versions"))
         return cls(
             names=tuple(d["names"]), values=dict(d["values"]), errors=dict(d["errors"]),
             covariance=np.array([[_num(v) for v in row] for row in d["covariance"]], dtype=float).reshape(
                 len(d["names"]), len(d["names"])),
-            fval=d["fval"], valid=d["valid"], nfcn=d["nfcn"], ngrad=d["ngrad"], edm=_num(d["edm"]),
+            fval=float("inf") if d["fval"] is None else float(d["fval"]), valid=d["valid"],  # -2lnL: +inf or finite nfcn=d["nfcn"], ngrad=d["ngrad"], edm=_num(d["edm"]),
             params=dict(d["params"]),
             minos=None if d["minos"] is None else {k: tuple(v) for k, v in d["minos"].items()},
             minimizer=d["minimizer"], seconds=d["seconds"], at_bound=dict(d["at_bound"]),
@@ -226,10 +230,18 @@ class FitResult(_Saveable):
 
 
 def _check_schema(d, kind):
+    if not isinstance(d, dict):
+        raise ValueError(f"a saved {kind} is a JSON object, got {type(d).__name__}")
     if d.get("kind") != kind:
         raise ValueError(f"not a saved {kind} (kind = {d.get('kind')!r})")
     if d.get("schema") != SCHEMA:
         raise ValueError(f"saved {kind} has schema {d.get('schema')!r}; this nuejax reads schema {SCHEMA}")
+
+
+def _check_keys(d, kind, keys):
+    missing = [k for k in keys if k not in d]
+    if missing:
+        raise ValueError(f"saved {kind} lacks {', '.join(missing)}")
 
 
 def _jsonable(x):
@@ -254,6 +266,9 @@ class Interval(tuple):
         obj.cl, obj.convention, obj.threshold = cl, convention, threshold
         return obj
 
+    def __reduce__(self):
+        return (_make_interval, (self[0], self[1], self.cl, self.convention, self.threshold))
+
     @property
     def lower(self):
         return self[0]
@@ -264,6 +279,10 @@ class Interval(tuple):
 
     def __repr__(self) -> str:
         return f"Interval({self[0]!r}, {self[1]!r}, cl={self.cl}, {self.convention})"
+
+
+def _make_interval(lo, hi, cl, convention, threshold):
+    return Interval(lo, hi, cl=cl, convention=convention, threshold=threshold)
 
 
 def interval_from_profile(x, dchi2, level):
@@ -313,7 +332,8 @@ class ScanResult(_Saveable):
         """Two-sided interval: where Δχ² crosses χ²₁(cl) (2.706 at 90 % CL; Wilks). For a
         parameter bounded at zero whose best fit sits near the bound, use :meth:`upper_limit`."""
         level = two_sided_threshold(cl, 1)
-        lo, hi = interval_from_profile(self.values, self.delta_chi2, level)
+        x, d = self._usable()
+        lo, hi = interval_from_profile(x, d, level)
         conv = f"two-sided, profile Δχ² = {level:.3f} (χ²₁ at {cl:.0%} CL, Wilks)"
         at_edge = self.bounds[0] is not None and np.isclose(float(np.min(self.values)), self.bounds[0]) and \
             self.delta_chi2[int(np.argmin(self.values))] < level
@@ -329,7 +349,18 @@ class ScanResult(_Saveable):
         χ²₁(2 cl − 1) above the best fit; 1.642 at 90 % CL. ``None`` if it does not cross inside
         the scanned range."""
         level = one_sided_threshold(cl)
-        return interval_from_profile(self.values, self.delta_chi2, level)[1]
+        return interval_from_profile(*self._usable(), level)[1]
+
+    def _usable(self):
+        """Scan points whose profile fit converged (a failed fit lies too high and would make an
+        interval too narrow); warns when points are left out."""
+        ok = np.asarray(self.converged, dtype=bool) & np.isfinite(self.nll)
+        if not ok.all():
+            import warnings
+
+            warnings.warn(f"scan of {self.name}: {int((~ok).sum())} of {ok.size} profile fits did not converge and "
+                          "are left out of the interval", RuntimeWarning, stacklevel=3)
+        return np.asarray(self.values)[ok], np.asarray(self.delta_chi2)[ok]
 
     @property
     def upper_limit_convention(self) -> str:
@@ -346,7 +377,7 @@ class ScanResult(_Saveable):
 
     def to_dict(self) -> dict:
         return {"kind": "ScanResult", "schema": SCHEMA, "name": self.name, "values": _arr(self.values),
-                "nll": _arr(self.nll), "nll_min": float(self.nll_min), "best": float(self.best),
+                "nll": _arr(self.nll), "nll_min": _json_float(self.nll_min), "best": _json_float(self.best),
                 "profiled": list(self.profiled), "profiled_values": _arr(self.profiled_values),
                 "converged": np.asarray(self.converged, dtype=bool).tolist(), "seconds": float(self.seconds),
                 "unit": self.unit, "bounds": list(self.bounds), "versions": dict(self.versions),
@@ -355,7 +386,8 @@ class ScanResult(_Saveable):
     @classmethod
     def from_dict(cls, d: dict) -> "ScanResult":
         _check_schema(d, "ScanResult")
-        return cls(d["name"], _unarr(d["values"]), _unarr(d["nll"]), d["nll_min"], d["best"], tuple(d["profiled"]),
+        return cls(d["name"], _unarr(d["values"]), _unarr(d["nll"]), _num(d["nll_min"]), _num(d["best"]),
+                   tuple(d["profiled"]),
                    _unarr(d["profiled_values"]), np.asarray(d["converged"], dtype=bool), d["seconds"], d["unit"],
                    tuple(d["bounds"]), dict(d["versions"]))
 
@@ -396,7 +428,7 @@ class Scan2DResult(_Saveable):
 
     def to_dict(self) -> dict:
         return {"kind": "Scan2DResult", "schema": SCHEMA, "names": list(self.names), "values_x": _arr(self.values_x),
-                "values_y": _arr(self.values_y), "nll": _arr(self.nll), "nll_min": float(self.nll_min),
+                "values_y": _arr(self.values_y), "nll": _arr(self.nll), "nll_min": _json_float(self.nll_min),
                 "profiled": list(self.profiled), "converged": np.asarray(self.converged, dtype=bool).tolist(),
                 "seconds": float(self.seconds), "versions": dict(self.versions),
                 "convention": f"two-parameter profile Δχ² contours (χ²₂ quantile, Wilks; {DCHI2_90[2]:.3f} at 90 % CL)"}
@@ -404,6 +436,6 @@ class Scan2DResult(_Saveable):
     @classmethod
     def from_dict(cls, d: dict) -> "Scan2DResult":
         _check_schema(d, "Scan2DResult")
-        return cls(tuple(d["names"]), _unarr(d["values_x"]), _unarr(d["values_y"]), _unarr(d["nll"]), d["nll_min"],
+        return cls(tuple(d["names"]), _unarr(d["values_x"]), _unarr(d["values_y"]), _unarr(d["nll"]), _num(d["nll_min"]),
                    tuple(d["profiled"]), np.asarray(d["converged"], dtype=bool), d["seconds"], dict(d["versions"]))
 

@@ -33,6 +33,10 @@ def _grid_values(ps, name, values) -> np.ndarray:
     if v.ndim != 1 or v.size == 0:
         raise ParameterError(f"scan values of {name} must be a non-empty 1-D sequence, got shape {v.shape}")
     p = ps[name]
+    if v.size > 1 and np.any(np.diff(v) <= 0):
+        i = int(np.nonzero(np.diff(v) <= 0)[0][0])
+        raise ParameterError(f"scan values of {name} must be strictly increasing: value {v[i + 1]} at index {i + 1} "
+                             f"follows {v[i]}")
     bad = ~np.isfinite(v) | (v < p.lower) | (v > p.upper)
     if bad.any():
         i = int(np.nonzero(bad)[0][0])
@@ -46,9 +50,15 @@ def _global(model, data, init, names, global_fit):
         return newton_fit(model, data, init, names=names, one_sided=False)
     if not isinstance(global_fit, FitResult):
         raise TypeError(f"global_fit must be a FitResult, got {type(global_fit).__name__}")
-    missing = [n for n in names if n not in global_fit.params]
+    missing = [n for n in names if n not in global_fit.names]
     if missing:
-        raise ParameterError(f"global_fit lacks parameter(s) {missing}")
+        raise ParameterError(f"global_fit did not fit {missing}: the global minimum needs the scanned and profiled "
+                             "parameters free")
+    if not global_fit.valid:
+        import warnings
+
+        warnings.warn(f"global_fit is not valid ({global_fit.reason}); Δχ² is measured from the lower of it and the "
+                      "scan's own minimum", RuntimeWarning, stacklevel=3)
     return global_fit
 
 

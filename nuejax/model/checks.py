@@ -101,7 +101,8 @@ class _StaticModel:
         return getattr(self.model, name)
 
 
-jax.tree_util.register_pytree_node(_StaticModel, lambda m: ((), m.model), lambda aux, _: _StaticModel(aux))
+# the wrapper itself is the metadata: JAX compares it by identity, never with the model's own __eq__
+jax.tree_util.register_pytree_node(_StaticModel, lambda m: ((), m), lambda aux, _: aux)
 
 
 def check_model(model):

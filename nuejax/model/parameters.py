@@ -68,13 +68,14 @@ class Parameter:
         if not self.lower <= self.value <= self.upper:
             raise ParameterError(f"parameter {self.name}: value {self.value} outside bounds [{self.lower}, {self.upper}]")
         if self.constraint is not None:
-            if len(self.constraint) != 2:
+            if not isinstance(self.constraint, (tuple, list)) or len(self.constraint) != 2:
                 raise ParameterError(f"parameter {self.name}: constraint must be (centre, sigma), got {self.constraint!r}")
             c, w = (float(v) for v in self.constraint)
             if not math.isfinite(c):
                 raise ParameterError(f"parameter {self.name}: constraint centre must be finite, got {c}")
             if not (math.isfinite(w) and w > 0):
                 raise ParameterError(f"parameter {self.name}: constraint width must be finite and > 0, got {w}")
+            object.__setattr__(self, "constraint", (c, w))  # a tuple: the set stays hashable
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class ParameterSet:
         element by element; traced values inside ``jit`` are not checked).
         """
         out = self.defaults()
-        for k, v in {**(overrides or {}), **kw}.items():
+        for k, v in {**self.check_overrides(overrides, "value"), **kw}.items():
             self[k]
             self.check_value(k, v)
             out[k] = jnp.asarray(v, dtype=out[k].dtype)
