@@ -221,7 +221,9 @@ class FitResult(_Saveable):
             names=tuple(d["names"]), values=dict(d["values"]), errors=dict(d["errors"]),
             covariance=np.array([[_num(v) for v in row] for row in d["covariance"]], dtype=float).reshape(
                 len(d["names"]), len(d["names"])),
-            fval=float("inf") if d["fval"] is None else float(d["fval"]), valid=d["valid"],  # -2lnL: +inf or finite nfcn=d["nfcn"], ngrad=d["ngrad"], edm=_num(d["edm"]),
+            # -2 ln L is finite or +inf (saved as null)
+            fval=float("inf") if d["fval"] is None else float(d["fval"]), valid=d["valid"],
+            nfcn=d["nfcn"], ngrad=d["ngrad"], edm=_num(d["edm"]),
             params=dict(d["params"]),
             minos=None if d["minos"] is None else {k: tuple(v) for k, v in d["minos"].items()},
             minimizer=d["minimizer"], seconds=d["seconds"], at_bound=dict(d["at_bound"]),
