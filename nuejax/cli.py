@@ -163,9 +163,9 @@ def _cmd_demo(args) -> int:
         return 0
     u = summary["mu_nu_unit"]
     print()
-    print(f"recovered eps_ee_L = {summary['eps_ee_L_hat']:.5f} ± {summary['eps_ee_L_error']:.5f} "
+    print(f"recovered eps_ee_L = {summary['eps_ee_L_hat']:.5f} {summary['eps_ee_L_error_text']} "
           f"(injected {summary['eps_ee_L_injected']}), 90% CL {_fmt(summary['eps_ee_L_interval_90'])}")
-    print(f"recovered mu_nu    = {summary['mu_nu_hat']:.4f} ± {summary['mu_nu_error']:.4f} {u} "
+    print(f"recovered mu_nu    = {summary['mu_nu_hat']:.4f} {summary['mu_nu_error_text']} {u} "
           f"(injected {summary['mu_nu_injected']}), 90% CL {_fmt(summary['mu_nu_interval_90'])} {u}")
     if summary.get("mu_nu_upper_limit_90") is not None:
         print(f"mu_nu upper limit (90% CL, one-sided) = {summary['mu_nu_upper_limit_90']:.4g} {u}")

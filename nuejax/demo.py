@@ -137,6 +137,11 @@ def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, pro
         "mu_nu_injected": INJECTED["mu_nu"],
         "mu_nu_hat": result.values["mu_nu"],
         "mu_nu_error": result.errors["mu_nu"],
+        # None above when mu_nu sits on its bound: then the one-sided error and the upper limit count
+        "mu_nu_at_bound": result.at_bound.get("mu_nu"),
+        "mu_nu_one_sided_error": result.one_sided.get("mu_nu"),
+        "mu_nu_error_text": result.error_text("mu_nu"),
+        "eps_ee_L_error_text": result.error_text("eps_ee_L"),
         "mu_nu_interval_90": limits["mu_nu_interval_90"],
         **{k: v for k, v in limits.items() if k not in ("eps_ee_L_interval_90", "mu_nu_interval_90")},
         "fit_valid": result.valid,

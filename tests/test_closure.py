@@ -18,6 +18,7 @@ def test_closure_targets_at_2000_bins(case):
     assert abs(direct.sum() / direct_sm.sum() - 1) > 0.05  # and the test point is a real change
 
 
+@pytest.mark.slow  # in the slow job (README): keeps the default run under 10 min
 def test_closure_converges_as_inverse_square_and_json(capsys, tmp_path, monkeypatch):
     result, _ = run_closure((25, 100, 400))
     assert -2.2 < result.slope_nsi < -1.8 and -2.2 < result.slope_mm < -1.8

@@ -169,6 +169,7 @@ def test_stacked_general_path_gradient_equals_plain_autodiff_of_direct_route(mod
     assert float(jvp) == pytest.approx(float(g2["dm2_21"]), rel=1e-9)
 
 
+@pytest.mark.slow  # in the slow job (README): keeps the default run under 10 min
 def test_forward_node_derivatives_equal_reverse(model):
     """The two exact derivative routes through the node interpolation (tangent tables pushed
     forward, the accelerator default; plain reverse mode, the CPU default) agree."""
@@ -193,6 +194,7 @@ def test_forward_node_derivatives_equal_reverse(model):
                                                                                rel=1e-12)
 
 
+@pytest.mark.slow  # in the slow job (README): keeps the default run under 10 min
 def test_kernels_of_different_shapes_fold_one_by_one():
     """Signals with different recoil binnings cannot share one stacked fold: the model folds them
     one by one (and groups their spectra separately) and still equals the direct route."""

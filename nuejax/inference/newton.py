@@ -122,10 +122,15 @@ def kkt(x, g, H, lower, upper, *, edm_tol=1e-8, scale=None):
     schur = Hs - H_fb.T @ Y
     weak = bound & (jnp.abs(g * s) <= 1e-4)
     Sw = jnp.where(weak[:, None] & weak[None, :], 0.5 * (schur + schur.T), 0.0) + jnp.diag(jnp.where(weak, 0.0, 1.0))
-    lam_w = jnp.linalg.eigvalsh(jnp.where(jnp.isfinite(Sw), Sw, 0.0))[0]
     width = jnp.where(jnp.isfinite(upper - lower), (upper - lower) / s, jnp.inf)
     span = jnp.max(jnp.where(weak, width, 0.0))
-    bound_ok = (lam_w >= -_PD_RTOL * jnp.maximum(1.0, w[-1])) | (0.5 * jnp.abs(lam_w) * span**2 <= edm_tol)
+    # Sw's smallest eigenvalue may be as low as -tol: relative rounding, or a curvature whose
+    # quadratic model gains at most edm_tol over the box. A Cholesky factorisation of Sw + tol*I
+    # exists exactly then (a second eigh in the loop body deadlocks XLA:CPU under vmap).
+    flat = jnp.where(span > 0, 2.0 * edm_tol / jnp.where(span > 0, span, 1.0) ** 2, 0.0)
+    tol = jnp.minimum(jnp.maximum(_PD_RTOL * jnp.maximum(1.0, w[-1]), flat), 1e100)
+    Sw = jnp.where(jnp.isfinite(Sw), Sw, 0.0) + tol * jnp.eye(Sw.shape[0], dtype=Sw.dtype)
+    bound_ok = jnp.all(jnp.isfinite(jnp.linalg.cholesky(Sw)))
     inside = jnp.all((x >= lower) & (x <= upper))
     finite = jnp.all(jnp.isfinite(g)) & jnp.all(jnp.isfinite(H)) & inside
     return pd & bound_ok & (edm < edm_tol) & finite, edm, at_lower, at_upper, min_eig
