@@ -1,7 +1,8 @@
 """Tests run in float64: opt in explicitly, as users must (see nuejax.precision).
 
-Shared, session-scoped models: building one costs ~20-40 s on 2 cores, so test modules derive
-what they need (released parameters, fast path, exposure) from these instead of rebuilding.
+Shared, session-scoped models: building one costs ~15-20 s on 2 cores (mostly compiling its
+spectra and kernels, once per recoil binning: both share n_T = 200), so test modules derive what
+they need (released parameters, fast path, exposure) from these instead of rebuilding.
 """
 import nuejax
 
@@ -23,7 +24,7 @@ def small_model():
 
 @pytest.fixture(scope="session")
 def full_model():
-    """The default model (9 spectra, 8 backgrounds) on a coarse 100-bin recoil grid."""
+    """The default model (9 spectra, 8 backgrounds) on the same 200-bin recoil grid (its kernels compile once for both)."""
     from nuejax.model import borexino_like_model
 
-    return borexino_like_model(n_T=100)
+    return borexino_like_model(n_T=200)

@@ -13,7 +13,7 @@ from nuejax.plotting import parameter_label, plot_spectrum
 
 
 def test_demo_json_recovers_injection_and_writes_outputs(tmp_path, capsys):
-    assert main(["demo", "--json", "--n-T", "150", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "--json", "--n-T", "200", "--out", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("eps_ee_L_hat", "eps_ee_L_interval_90", "mu_nu_hat", "mu_nu_interval_90", "ms_per_call", "device"):
         assert key in out

@@ -18,6 +18,7 @@ Both return :class:`ResponseHistogram`, the input of :mod:`nuejax.reweighting`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +27,8 @@ import numpy as np
 from ..errors import InputError
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
-from ..physics.spectra import SolarSource, binned_recoil_spectrum, recoil_bin_quadrature, recoil_spectrum
+from ..physics.spectra import (SolarSource, binned_recoil_spectrum, recoil_bin_quadrature, recoil_spectrum,
+                               shape_only)
 from .checks import check_edges, check_entries, describe_edges
 from .response import QuenchingTable, ResponseParams, bin_probabilities, mean_photoelectrons, photoelectron_variance
 
@@ -154,6 +156,17 @@ def joint_response(source: SolarSource, t_edges, obs_edges, params: ResponsePara
     return jnp.einsum("lnq,lnqj->nj", wf, P)
 
 
+@partial(jax.jit, static_argnums=(6, 7, 8))
+def _sm_joint_response_and_total(source, t_edges, obs_edges, params, table, osc, radiative, n_bin_quad, n_sub):
+    # One compiled program per shape instead of the dozens of small ones that eager dispatch
+    # compiles per component (most of a model's build time on CPU).
+    J = joint_response(source, t_edges, obs_edges, params, table, osc, radiative=radiative,
+                       n_bin_quad=n_bin_quad, n_sub=n_sub)
+    total = binned_recoil_spectrum(source, t_edges, NewPhysics(), osc, radiative=radiative,
+                                   in_sigma0_units=True).sum()
+    return J, total
+
+
 def expected_histogram(source: SolarSource, t_edges, obs_edges, params: ResponseParams, table: QuenchingTable,
                        osc: OscillationParams = OscillationParams(), *, radiative: bool = True,
                        n_bin_quad: int = 4, n_sub: int = 1) -> ResponseHistogram:
@@ -167,10 +180,8 @@ def expected_histogram(source: SolarSource, t_edges, obs_edges, params: Response
     what = f"response histogram {source.name!r}"
     check_edges(t_edges, what, "recoil (T)")
     check_edges(obs_edges, what, "observable")
-    J = joint_response(source, t_edges, obs_edges, params, table, osc, radiative=radiative,
-                       n_bin_quad=n_bin_quad, n_sub=n_sub)
-    total = binned_recoil_spectrum(source, t_edges, NewPhysics(), osc, radiative=radiative,
-                                   in_sigma0_units=True).sum()
+    J, total = _sm_joint_response_and_total(shape_only(source), jnp.asarray(t_edges), jnp.asarray(obs_edges),
+                                            params, table, osc, radiative, n_bin_quad, n_sub)
     return ResponseHistogram(np.asarray(J), np.asarray(t_edges), np.asarray(obs_edges), float(total),
                              name=source.name)
 

@@ -14,7 +14,9 @@ import difflib
 import math
 import operator
 from collections.abc import Callable
+from functools import partial
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -27,7 +29,7 @@ from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import precompute_spectrum
 from ..physics.solar import COMPONENT_NAMES, SUBCOMPONENT_NAMES
-from ..physics.spectra import build_source, event_rate, recoil_spectrum, uniform_recoil_edges
+from ..physics.spectra import build_source, event_rate, recoil_spectrum, shape_only, uniform_recoil_edges
 from ..precision import resolve_dtype
 from ..reweighting import response_matrix, transfer_kernel
 from .parameters import Parameter, ParameterSet
@@ -73,6 +75,13 @@ def _check_count(value, name: str, minimum: int) -> int:
     return n
 
 
+@partial(jax.jit, static_argnums=3)
+def _sm_spectrum_and_rate(src, t_mid, osc, radiative):
+    # compiled once per shape (eager dispatch compiles many small programs per component)
+    f_sm = recoil_spectrum(src, t_mid, NewPhysics(), osc, radiative=radiative, in_sigma0_units=True)
+    return f_sm, event_rate(src, osc=osc, radiative=radiative)
+
+
 def signal_component(label: str, obs_edges, *, norm: str, response: ResponseParams = ResponseParams(),
                      table: QuenchingTable | None = None, hist: ResponseHistogram | None = None,
                      n_T: int = 2000, solar_model: str = "gs98", radiative: bool = True, n_E: int = 1000,
@@ -111,9 +120,8 @@ def signal_component(label: str, obs_edges, *, norm: str, response: ResponsePara
     t_mid = 0.5 * (t_edges[1:] + t_edges[:-1])
     # The reweighting weight of a bin is taken where the spectrum lives: clip to the end point.
     t_mid = np.minimum(t_mid, 0.5 * (t_edges[:-1] + np.minimum(t_edges[1:], float(src.t_end))))
-    f_sm = np.asarray(recoil_spectrum(src, jnp.asarray(t_mid, dtype=dt), NewPhysics(), osc, radiative=radiative,
-                                      in_sigma0_units=True))
-    rate_sm = float(event_rate(src, osc=osc, radiative=radiative))
+    f_sm, rate_sm = _sm_spectrum_and_rate(shape_only(src), jnp.asarray(t_mid, dtype=dt), osc, radiative)
+    f_sm, rate_sm = np.asarray(f_sm), float(rate_sm)
     G = transfer_kernel(R, f_sm, rate_sm, name=label)
     t_mid = jnp.asarray(t_mid, dtype=dt)
     pre = precompute_spectrum(src, t_mid, radiative=radiative)

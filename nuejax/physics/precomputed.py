@@ -16,6 +16,7 @@ tests compare the two routes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -97,6 +98,15 @@ def _node_positions(source: SolarSource, E):
     return _grid_position(E, grid, np)
 
 
+@partial(jax.jit, static_argnums=(2, 3))
+def _probe_coefficients(T, E, mu_unit, radiative):
+    # One compiled program per shape: evaluated eagerly, the probes' cross sections dispatched
+    # dozens of small XLA compilations per component (most of a model's build time).
+    probes = probe_points(mu_unit)
+    xs = jax.vmap(lambda p: dsigma_dT(T[:, None], E, p, radiative=radiative, in_sigma0_units=True))(probes)
+    return jnp.moveaxis(coefficients_from_probes(xs), -1, 1)
+
+
 def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48,
                         mu_unit: float = 1.0) -> PrecomputedSpectrum:
     """Precompute the cross-section coefficients of ``source`` at the recoil energies ``T`` (n_T,).
@@ -109,9 +119,7 @@ def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_qua
         W = jnp.ones_like(E)
     else:
         E, W = energy_nodes(source, T, n_quad)
-    probes = probe_points(mu_unit)
-    xs = jax.vmap(lambda p: dsigma_dT(T[:, None], E, p, radiative=radiative, in_sigma0_units=True))(probes)
-    c = jnp.moveaxis(coefficients_from_probes(xs), -1, 1)  # (17, 3, n_T, q): flavour-major
+    c = _probe_coefficients(T, E, float(mu_unit), radiative)  # (17, 3, n_T, q): flavour-major
     nsi = tuple(jnp.stack([c[1 + 5 * a + k, a] for a in range(3)]) for k in range(5))
     index, frac, inside = _node_positions(source, E)
     dt = source.energies.dtype

@@ -23,7 +23,7 @@ counts/(day·100 t·MeV) with :math:`N_e = 3.307\times10^{31}` electrons per 100
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jax
 import jax.numpy as jnp
@@ -80,6 +80,13 @@ class SolarSource:
     def t_end(self):
         """Largest recoil energy this component can produce [MeV]."""
         return t_max(jnp.max(self.energies))
+
+
+def shape_only(source: SolarSource) -> SolarSource:
+    """``source`` without its static labels (name, solar model, flux uncertainty), which the
+    arrays do not depend on: a function ``jax.jit``-ted over sources then compiles once per array
+    shape and kind (line or continuum), not once per component."""
+    return replace(source, name="", solar_model="", flux_uncertainty=0.0)
 
 
 def build_source(name: str, *, solar_model: str = "gs98", n_E: int = 1000, shape_source: str = "table",
