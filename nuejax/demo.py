@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
+import warnings
 from pathlib import Path
 
 import jax
@@ -82,6 +83,15 @@ def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, pro
     with ``plots``, ``spectrum.png``, ``profile_eps_ee_L.png`` and ``profile_mu_nu.png``.
     ``progress`` gets one line per step (``None``: silent). μ_ν values are in units of 1e-11 μ_B.
     """
+    from .model.checks import NonIntegerCountsWarning
+
+    with warnings.catch_warnings():
+        # the demo fits Asimov data (expected counts): non-integer by construction
+        warnings.simplefilter("ignore", NonIntegerCountsWarning)
+        return _run_demo(outdir, n_T, plots, progress)
+
+
+def _run_demo(outdir, n_T, plots, progress) -> dict:
     from .inference import fit, profile_scan
     from .model.fast import fast_components, fast_model
 
@@ -117,7 +127,8 @@ def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, pro
                          progress=lambda msg: say("      " + msg))
         scans[name] = s
         lo, hi = s.interval(0.9)
-        say(f"      {name}: 90% CL [{lo}, {hi}] in {s.seconds:.1f} s")
+        ends = ", ".join("open" if v is None else f"{v:.4g}" for v in (lo, hi))
+        say(f"      {name}: 90% CL [{ends}] ({s.interval(0.9).convention.split(';')[0]}) in {s.seconds:.1f} s")
     limits = _interval_summary(scans)
     if limits.get("mu_nu_upper_limit_90") is not None:
         say(f"      mu_nu: one-sided 90% CL upper limit {limits['mu_nu_upper_limit_90']:.4g} (1e-11 mu_B)")
