@@ -30,6 +30,19 @@ __all__ = ["BatchFitResult", "batch_fit", "newton_fit", "EDM_TOL"]
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
 
+#: Rows per launch of the batched solver on the CPU backend when no ``chunk`` is given. On some
+#: large launches (1000 toys of the default model in one launch, JAX 0.10.2, 2 cores) XLA:CPU's
+#: multi-threaded runtime hangs: every worker idle, the result never ready (single-threaded XLA,
+#: or the same toys in launches of 100, finish). docs/inference.md, "Known issue".
+CPU_CHUNK = 128
+
+
+def launch_size(n: int, chunk: int | None) -> int:
+    """Rows per launch: ``chunk`` if given, else all ``n`` (at most :data:`CPU_CHUNK` on the CPU)."""
+    if chunk is not None:
+        return max(1, int(chunk))
+    return max(1, min(n, CPU_CHUNK)) if jax.default_backend() == "cpu" else max(1, n)
+
 
 # -- set-up ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -335,7 +348,8 @@ class BatchFitResult:
 def batch_fit(model, data, init: Mapping | None = None, names=None, *, max_iter: int = 100,
               edm_tol: float = EDM_TOL, chunk: int | None = None) -> BatchFitResult:
     """Fit every row of ``data`` (shape (n, n_obs)): one compiled, ``vmap``-ped launch of the
-    bound-constrained Newton solver (``chunk`` splits it into launches of that many rows).
+    bound-constrained Newton solver (``chunk`` splits it into launches of that many rows; on the
+    CPU the default is :data:`CPU_CHUNK`, see its note).
 
     ``init`` sets starting values (scalars, or arrays of shape (n,) for fitted parameters) and
     the values of fixed parameters; ``names`` chooses the fitted parameters (default: the free
@@ -349,7 +363,7 @@ def batch_fit(model, data, init: Mapping | None = None, names=None, *, max_iter:
     base = {k: v for k, v in s.base.items() if jnp.ndim(v) == 0}
     base.update({k: v[0] for k, v in s.base.items() if jnp.ndim(v) > 0})  # per-set starts live in x0
     solve = compiled_solver(s.names, (), s.lower, s.upper, int(max_iter), float(edm_tol), "data")
-    step = n if chunk is None else max(1, int(chunk))
+    step = launch_size(n, chunk)
     outs = [solve(jnp.zeros(0), s.model, base, s.data[a:a + step], x0[a:a + step]) for a in range(0, n, step)]
     res = jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
     names = s.names

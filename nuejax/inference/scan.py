@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import EDM_TOL, compiled_solver, newton_fit, setup
+from .fitting import EDM_TOL, compiled_solver, launch_size, newton_fit, setup
 from .results import FitResult, Scan2DResult, ScanResult
 
 __all__ = ["profile_scan", "profile_scan_2d"]
@@ -65,7 +65,7 @@ def _global(model, data, init, names, global_fit):
 def _batched(solve, grid, s, x0, chunk, progress, label):
     """Run the batched ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per chunk)."""
     n = grid.shape[0]
-    chunk = n if chunk is None else max(1, int(chunk))
+    chunk = launch_size(n, chunk)
     outs = []
     for start in range(0, n, chunk):
         outs.append(solve(grid[start:start + chunk], s.model, s.base, s.data, x0))
