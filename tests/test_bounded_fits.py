@@ -355,3 +355,15 @@ def test_a_batch_that_hung_xla_cpu_in_one_launch_finishes():
         pytest.fail("batch_fit of 1000 toys did not return within 400 s")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "converged 1000" in out.stdout
+
+
+def test_cpu_launch_size_keeps_batched_hessians_small():
+    from nuejax.inference.fitting import CPU_CHUNK, CPU_HESSIAN_ENTRIES, launch_size
+
+    assert launch_size(1000, 300, 14) == 300  # an explicit chunk is obeyed
+    if jax.default_backend() == "cpu":
+        assert launch_size(1000, None, 14) == min(CPU_CHUNK, CPU_HESSIAN_ENTRIES // 196)
+        assert launch_size(1000, None, 25) * 625 <= CPU_HESSIAN_ENTRIES
+        assert launch_size(10, None, 14) == 10 and launch_size(5, None, 400) == 1
+    else:
+        assert launch_size(1000, None, 25) == 1000

@@ -30,18 +30,24 @@ __all__ = ["BatchFitResult", "batch_fit", "newton_fit", "EDM_TOL"]
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
 
-#: Rows per launch of the batched solver on the CPU backend when no ``chunk`` is given. On some
-#: large launches (1000 toys of the default model in one launch, JAX 0.10.2, 2 cores) XLA:CPU's
-#: multi-threaded runtime hangs: every worker idle, the result never ready (single-threaded XLA,
-#: or the same toys in launches of 100, finish). docs/inference.md, "Known issue".
+#: Rows per launch of the batched solver on the CPU backend when no ``chunk`` is given: at most
+#: CPU_CHUNK, and at most CPU_HESSIAN_ENTRIES / n_par² rows (batched Hessians of at most 25 000
+#: numbers). On large launches XLA:CPU's multi-threaded runtime can hang: every worker idle, the
+#: result never ready (1000 toys with 14 parameters in one launch; 500 finished). The stand-alone
+#: benchmarks/xla_cpu_hang_repro.py (batched eigh and Cholesky in one loop) hangs from about
+#: 40 000 entries (220 x 14², 60 x 25²) and finished at 39 000 and 25 000; the limits keep below
+#: both. A heuristic from these measurements, not a bound: docs/inference.md, "Known issue".
 CPU_CHUNK = 128
+CPU_HESSIAN_ENTRIES = 25_000
 
 
-def launch_size(n: int, chunk: int | None) -> int:
-    """Rows per launch: ``chunk`` if given, else all ``n`` (at most :data:`CPU_CHUNK` on the CPU)."""
+def launch_size(n: int, chunk: int | None, n_par: int = 1) -> int:
+    """Rows per launch: ``chunk`` if given, else all ``n`` (on the CPU, see :data:`CPU_CHUNK`)."""
     if chunk is not None:
         return max(1, int(chunk))
-    return max(1, min(n, CPU_CHUNK)) if jax.default_backend() == "cpu" else max(1, n)
+    if jax.default_backend() != "cpu":
+        return max(1, n)
+    return max(1, min(n, CPU_CHUNK, CPU_HESSIAN_ENTRIES // max(1, n_par) ** 2))
 
 
 # -- set-up ---------------------------------------------------------------------------------------
@@ -363,7 +369,7 @@ def batch_fit(model, data, init: Mapping | None = None, names=None, *, max_iter:
     base = {k: v for k, v in s.base.items() if jnp.ndim(v) == 0}
     base.update({k: v[0] for k, v in s.base.items() if jnp.ndim(v) > 0})  # per-set starts live in x0
     solve = compiled_solver(s.names, (), s.lower, s.upper, int(max_iter), float(edm_tol), "data")
-    step = launch_size(n, chunk)
+    step = launch_size(n, chunk, len(s.names))
     outs = [solve(jnp.zeros(0), s.model, base, s.data[a:a + step], x0[a:a + step]) for a in range(0, n, step)]
     res = jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
     names = s.names

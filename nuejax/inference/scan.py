@@ -65,7 +65,7 @@ def _global(model, data, init, names, global_fit):
 def _batched(solve, grid, s, x0, chunk, progress, label):
     """Run the batched ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per chunk)."""
     n = grid.shape[0]
-    chunk = launch_size(n, chunk)
+    chunk = launch_size(n, chunk, int(np.shape(x0)[-1]) if np.ndim(x0) else 1)
     outs = []
     for start in range(0, n, chunk):
         outs.append(solve(grid[start:start + chunk], s.model, s.base, s.data, x0))
