@@ -10,29 +10,17 @@ Run: python benchmarks/batch_fit_toys.py [--n-toys 1000] [--n-T 300] [--json out
      python benchmarks/batch_fit_toys.py --check toys.npz   # refit those toys here, compare -2 ln L
 """
 
-import argparse
 import datetime
 import json
 import time
 import warnings
 
 import numpy as np
-
-
-def _model(n_T):
-    from nuejax.model import borexino_like_model
-    from nuejax.model.fast import fast_model
-
-    m = borexino_like_model(n_T=n_T)
-    return fast_model(m.with_parameters(m.parameters.release("mu_nu")))
+from workload import mu_free_fast_model, toy_parser
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-toys", type=int, default=1000)
-    ap.add_argument("--n-T", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", default=None, help="write the numbers to this file")
+    ap = toy_parser(__doc__.splitlines()[0], n_toys=1000)
     ap.add_argument("--npz", default=None, help="write the toys and their fitted -2 ln L to this file")
     ap.add_argument("--check", default=None, help="refit the toys of this .npz here and compare")
     a = ap.parse_args(argv)
@@ -48,7 +36,7 @@ def main(argv=None):
     warnings.simplefilter("ignore", NonIntegerCountsWarning)
     if a.check:
         ref = np.load(a.check)
-        fm = _model(int(ref["n_T"]))
+        fm = mu_free_fast_model(int(ref["n_T"]))
         b = batch_fit(fm, ref["toys"])
         diff = np.abs(b.fval - ref["fval"])
         out = dict(n_toys=len(diff), converged_here=int(b.converged.sum()), converged_there=int(ref["converged"].sum()),
@@ -57,7 +45,7 @@ def main(argv=None):
         return
 
     t0 = time.perf_counter()
-    fm = _model(a.n_T)
+    fm = mu_free_fast_model(a.n_T)
     t_build = time.perf_counter() - t0
     toys = fm.pseudo_data(jax.random.PRNGKey(a.seed), fm.parameters.values(), n_toys=a.n_toys)
     t0 = time.perf_counter()

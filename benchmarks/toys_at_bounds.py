@@ -16,20 +16,16 @@ the best of all four on each toy, how many toys it calls converged/valid, and it
 Run: python benchmarks/toys_at_bounds.py [--n-toys 30] [--n-T 300] [--json out.json]
 """
 
-import argparse
 import json
 import time
 import warnings
 
 import numpy as np
+from workload import mu_free_fast_model, toy_parser
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-toys", type=int, default=30)
-    ap.add_argument("--n-T", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", default=None, help="write the numbers to this file")
+    ap = toy_parser(__doc__.splitlines()[0], n_toys=30)
     a = ap.parse_args(argv)
 
     import jax
@@ -40,15 +36,11 @@ def main(argv=None):
 
     nuejax.enable_x64()
     from nuejax.inference import NLLCost, batch_fit, fit
-    from nuejax.model import borexino_like_model
     from nuejax.model.checks import NonIntegerCountsWarning
-    from nuejax.model.fast import fast_model
 
     warnings.simplefilter("ignore", NonIntegerCountsWarning)
     t0 = time.perf_counter()
-    m = borexino_like_model(n_T=a.n_T)
-    m = m.with_parameters(m.parameters.release("mu_nu"))
-    fm = fast_model(m)
+    fm = mu_free_fast_model(a.n_T)
     print(f"model built in {time.perf_counter() - t0:.1f} s")
     truth = fm.parameters.values()
     toys = np.asarray(fm.pseudo_data(jax.random.PRNGKey(a.seed), truth, n_toys=a.n_toys))

@@ -55,3 +55,24 @@ def dims(model: SpectralModel) -> dict:
         "n_r": int(sigs[0].source.profile.n_e.shape[0]),
         "n_free": len(model.parameters.free_names),
     }
+
+
+def toy_parser(description: str, n_toys: int):
+    """The command-line options the toy benchmarks share: --n-toys, --n-T, --seed, --json."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--n-toys", type=int, default=n_toys)
+    ap.add_argument("--n-T", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", default=None, help="write the numbers to this file")
+    return ap
+
+
+def mu_free_fast_model(n_T: int):
+    """The default model on ``n_T`` recoil bins with mu_nu released (it can sit on its bound), fast path."""
+    from nuejax.model import borexino_like_model
+    from nuejax.model.fast import fast_model
+
+    m = borexino_like_model(n_T=n_T)
+    return fast_model(m.with_parameters(m.parameters.release("mu_nu")))

@@ -126,9 +126,9 @@ def _run_demo(outdir, n_T, plots, progress) -> dict:
         s = profile_scan(fast, data, name, values, global_fit=result, chunk=27,
                          progress=lambda msg: say("      " + msg))
         scans[name] = s
-        lo, hi = s.interval(0.9)
-        ends = ", ".join("open" if v is None else f"{v:.4g}" for v in (lo, hi))
-        say(f"      {name}: 90% CL [{ends}] ({s.interval(0.9).convention.split(';')[0]}) in {s.seconds:.1f} s")
+        iv = s.interval(0.9)
+        ends = ", ".join("open" if v is None else f"{v:.4g}" for v in iv)
+        say(f"      {name}: 90% CL [{ends}] ({iv.convention.split(';')[0]}) in {s.seconds:.1f} s")
     limits = _interval_summary(scans)
     if limits.get("mu_nu_upper_limit_90") is not None:
         say(f"      mu_nu: one-sided 90% CL upper limit {limits['mu_nu_upper_limit_90']:.4g} (1e-11 mu_B)")

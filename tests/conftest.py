@@ -24,7 +24,8 @@ def small_model():
 
 @pytest.fixture(scope="session")
 def full_model():
-    """The default model (9 spectra, 8 backgrounds) on the same 200-bin recoil grid (its kernels compile once for both)."""
+    """The default model (9 spectra, 8 backgrounds) on the same 200-bin recoil grid
+    (its kernels compile once for both)."""
     from nuejax.model import borexino_like_model
 
     return borexino_like_model(n_T=200)

@@ -327,19 +327,6 @@ def test_a_user_written_model_fits_and_wrong_ones_are_named():
         newton_fit(BadParams(), data)
 
 
-_LARGE_BATCH = """
-import jax, nuejax
-nuejax.enable_x64()
-from nuejax.inference import batch_fit
-from nuejax.model import borexino_like_model
-from nuejax.model.fast import fast_model
-m = borexino_like_model(n_T=300)
-fm = fast_model(m.with_parameters(m.parameters.release("mu_nu")))
-toys = fm.pseudo_data(jax.random.PRNGKey(1), fm.parameters.values(), n_toys=1000)
-print("converged", int(batch_fit(fm, toys).converged.sum()))
-"""
-
-
 @pytest.mark.slow
 def test_a_batch_that_hung_xla_cpu_in_one_launch_finishes():
     """1000 toys that never returned from one XLA:CPU launch (docs/inference.md, "Known issue"):
@@ -349,12 +336,20 @@ def test_a_batch_that_hung_xla_cpu_in_one_launch_finishes():
 
     if jax.default_backend() != "cpu":
         pytest.skip("the hang and its guard concern the CPU backend")
-    try:
-        out = subprocess.run([sys.executable, "-c", _LARGE_BATCH], capture_output=True, text=True, timeout=400)
-    except subprocess.TimeoutExpired:
-        pytest.fail("batch_fit of 1000 toys did not return within 400 s")
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "converged 1000" in out.stdout
+    import json
+    import tempfile
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "batch_fit_toys.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        out_json = Path(tmp) / "toys.json"
+        try:
+            out = subprocess.run([sys.executable, str(script), "--n-toys", "1000", "--n-T", "300", "--json",
+                                  str(out_json)], capture_output=True, text=True, timeout=400)
+        except subprocess.TimeoutExpired:
+            pytest.fail("batch_fit of 1000 toys did not return within 400 s")
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert json.loads(out_json.read_text())["converged"] == 1000
 
 
 def test_cpu_launch_size_keeps_batched_hessians_small():
