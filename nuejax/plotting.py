@@ -113,7 +113,8 @@ def component_colors(n: int) -> list:
     return more[:n]
 
 
-def plot_spectrum(edges, components: dict, data=None, *, title=None, path=None, min_fraction=1e-3):
+def plot_spectrum(edges, components: dict, data=None, *, title=None, path=None, min_fraction=1e-3,
+                  xlabel=r"$N_p$ [photoelectrons]", ylabel="counts per photoelectron bin"):
     """Stacked expected spectrum by component, data points, and the pulls (data − model)/√model below.
 
     ``components`` maps parameter names (or labels) to expected counts per bin; components whose
@@ -139,7 +140,7 @@ def plot_spectrum(edges, components: dict, data=None, *, title=None, path=None, 
         a0.errorbar(x, data, yerr=np.sqrt(np.maximum(data, 1)), fmt=".", ms=2, color="k", elinewidth=0.5, label="data")
     a0.set_yscale("log")
     a0.set_ylim(max(1e-1, 0.5 * float(np.min(total))), 2 * float(np.max(total)))
-    a0.set_ylabel("counts per photoelectron bin")
+    a0.set_ylabel(ylabel)
     a0.legend(ncol=3, fontsize=8)
     if title:
         a0.set_title(title)
@@ -152,7 +153,7 @@ def plot_spectrum(edges, components: dict, data=None, *, title=None, path=None, 
             limit = max(limit, 1.1 * float(np.nanmax(np.abs(pull))))
     a1.axhline(0, color="gray", lw=0.5)
     a1.set_ylim(-limit, limit)
-    a1.set_xlabel(r"$N_p$ [photoelectrons]")
+    a1.set_xlabel(xlabel)
     a1.set_ylabel(r"(data − model)/$\sqrt{\rm model}$")
     fig.tight_layout()
     if path is not None:

@@ -307,6 +307,24 @@ def interval_from_profile(x, dchi2, level):
     return lo, hi
 
 
+def regions_from_profile(x, dchi2, level) -> list:
+    """Every interval where the profile lies below ``level`` (a list of ``[lower, upper]``, ends
+    by linear interpolation, ``None`` where the region reaches the end of the scanned range): a
+    profile with two minima below ``level`` (the ε^L_ee sign degeneracy) gives two regions."""
+    x = np.asarray(x, dtype=float)
+    d = np.asarray(dchi2, dtype=float)
+    inside = d < level
+    out, start = [], None
+    for i in range(len(x)):
+        if inside[i] and start is None:
+            start = None if i == 0 else float(x[i - 1] + (level - d[i - 1]) * (x[i] - x[i - 1]) / (d[i] - d[i - 1]))
+        if inside[i] and (i == len(x) - 1 or not inside[i + 1]):
+            end = None if i == len(x) - 1 else float(x[i] + (level - d[i]) * (x[i + 1] - x[i]) / (d[i + 1] - d[i]))
+            out.append([start, end])
+            start = None
+    return out
+
+
 @dataclass
 class ScanResult(_Saveable):
     """A 1-D profile-likelihood scan of ``name``: -2 ln L minimised over ``profiled`` at every
@@ -345,6 +363,11 @@ class ScanResult(_Saveable):
         elif lo is None or hi is None:
             conv += "; a side that does not cross inside the scanned range is None"
         return Interval(lo, hi, cl=cl, convention=conv, threshold=level)
+
+    def regions(self, cl: float = 0.9) -> list:
+        """All intervals where Δχ² < χ²₁(cl) (:func:`regions_from_profile`; same convention as
+        :meth:`interval`, which gives only the one around the minimum)."""
+        return regions_from_profile(*self._usable(), two_sided_threshold(cl, 1))
 
     def upper_limit(self, cl: float = 0.9):
         """One-sided upper limit (module docstring): where Δχ² (from the bounded best fit) crosses

@@ -1,0 +1,144 @@
+"""The Borexino Phase-III model: reweighting on published shapes (closure at the SM point, fast ==
+general path), the response calibration (recovers a known response from shapes it made), the
+constraints of the analysis, and `nuejax borexino` end to end (slow)."""
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nuejax.analyses.borexino import (BACKGROUNDS, SOLAR, Phase3Choices, borexino_phase3_model, calibration_targets,
+                                      ssm_constrained)
+from nuejax.detector.calibration import CalibrationTarget, KeVResponse, calibrate_response, group_prediction
+from nuejax.io.borexino import packaged_borexino_shape
+from nuejax.model.fast import fast_model
+from nuejax.model.template_model import _input_spectrum
+
+#: a response near the calibrated one (the model's closure holds for any response)
+RESPONSE = KeVResponse(1075.0, 0.0026, 2.28, 0.042)
+N_T = 60
+
+
+@pytest.fixture(scope="module")
+def models():
+    cal = SimpleNamespace(response=RESPONSE)
+    choices = Phase3Choices(n_T=N_T)
+    general, data, _ = borexino_phase3_model(choices, calibration=cal, fast=False)
+    return general.with_physics(fast_model(general.physics)), general, data
+
+
+def packaged_text():
+    from importlib import resources
+
+    return (resources.files("nuejax") / "data" / "borexino_phase3" /
+            "PRL2022_SubtractedSpectrumFit_Data.txt").read_text()
+
+
+def _published(name):
+    stem, _, drawn = SOLAR[name]
+    sh = packaged_borexino_shape(stem)
+    return sh.density * np.diff(sh.edges) / drawn
+
+
+def test_sm_point_reproduces_the_published_shapes_exactly(models):
+    fast, general, _ = models
+    p = fast.parameters.values()
+    for name in SOLAR:
+        for m in (fast, general):
+            x = np.asarray(_input_spectrum(m, p, only=name))
+            expected = float(p[name]) * _published(name)
+            np.testing.assert_allclose(x, expected, rtol=1e-12, atol=1e-12 * expected.max())
+
+
+def test_new_physics_adds_the_folded_difference(models):
+    fast, general, _ = models
+    sm = fast.parameters.values()
+    bsm = fast.parameters.values(eps_ee_L=0.3, eps_ee_R=-0.2, mu_nu=5.0)
+    for name in SOLAR:
+        a = np.asarray(_input_spectrum(fast, bsm, only=name))
+        b = np.asarray(_input_spectrum(general, bsm, only=name))
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * np.abs(b).max())
+        # and the change is real (not zero): the NSI point moves every solar spectrum
+        assert np.max(np.abs(a - np.asarray(_input_spectrum(fast, sm, only=name)))) > 1e-3 * a.max()
+    np.testing.assert_allclose(np.asarray(fast.expected(bsm)), np.asarray(general.expected(bsm)), rtol=1e-10)
+
+
+def test_templates_follow_their_declared_normalisation(models):
+    fast, _, _ = models
+    for k, n in enumerate(fast.template_names):
+        stem, drawn = BACKGROUNDS[n]
+        sh = packaged_borexino_shape(stem)
+        t = np.asarray(fast.templates[k])
+        if drawn is None:  # integral convention: the template sums to one
+            assert t.sum() == pytest.approx(1.0, rel=1e-12)
+        else:
+            assert t.sum() == pytest.approx(sh.integral / drawn, rel=1e-12)
+
+
+def test_the_analysis_constraints(models):
+    fast, _, data = models
+    p = fast.parameters.values()
+    counts = jnp.asarray(data.counts)
+    # 210Bi half-Gaussian: no penalty below 10.8, ((x - 10.8)/1)^2 above
+    at = {**p, "rate_210Bi": jnp.asarray(12.3)}
+    poisson = float(fast.nll(at, counts)) - float(fast.constraints[0](at))
+    assert float(fast.nll(at, counts)) - poisson == pytest.approx(1.5**2, rel=1e-12)
+    assert float(fast.constraints[0]({**p, "rate_210Bi": jnp.asarray(9.0)})) == 0.0
+    g = jax.grad(lambda b: fast.constraints[0]({**p, "rate_210Bi": b}))
+    assert float(g(jnp.asarray(10.0))) == 0.0 and float(g(jnp.asarray(11.8))) == pytest.approx(2.0)
+    # SSM constraints replace the CNO fit's: pp 0.6 %, pep 1 %
+    m = ssm_constrained(fast, {"rate_pp": 130.0, "rate_7Be": 48.0, "rate_pep": 2.8, "rate_CNO": 5.0, "rate_8B": 0.44})
+    c = {q.name: q.constraint for q in m.parameters.parameters if q.constraint is not None}
+    assert c["rate_pp"] == pytest.approx((130.0, 0.78)) and c["rate_pep"] == pytest.approx((2.8, 0.028))
+
+
+def test_data_selection_and_exposure(models):
+    fast, _, data = models
+    raw = [line.split() for line in packaged_text().splitlines()[2:]]
+    hi_edges = np.array([float(r[2]) + 0.5 * float(r[3]) for r in raw])
+    assert data.edges[-1] <= 2610.79 and data.n_bins == int(np.sum(hi_edges <= 2610.79)) // 4
+    assert fast.exposure == pytest.approx(1431.6 * 0.713 * 0.6397)
+
+
+@pytest.mark.slow
+def test_calibration_recovers_a_response_from_shapes_it_made():
+    """Closure of the calibration: targets folded from nuejax's spectra at a known response (with
+    their published relative errors) are fitted back to that response, norms 1, chi^2 ~ 0."""
+    from nuejax.detector.response import quenching_table
+    from nuejax.detector.calibration import _sources
+    from nuejax.physics.oscillation import OscillationParams
+
+    edges = packaged_borexino_shape("pp").edges
+    truth = KeVResponse(1050.0, 0.008, 3.0, 0.03)
+    targets = []
+    osc = OscillationParams()
+    for t in calibration_targets():
+        members = _sources((t,), "gs98", 400, N_T, osc, True, quenching_table(), 2)[0]
+        pred = np.asarray(group_prediction(members, jnp.asarray(edges), truth, quenching_table(), osc, True))
+        targets.append(CalibrationTarget(t.name, t.labels, pred, np.where(pred > 0, 0.01 * pred + 1e-9, 0.0)))
+    r = calibrate_response(targets, edges, n_T=N_T)
+    assert r.converged
+    for got, want in zip(r.response, truth):
+        assert got == pytest.approx(want, rel=1e-5)
+    for v in r.norms.values():
+        assert v == pytest.approx(1.0, rel=1e-6)
+    assert r.chi2_total < 1e-6
+
+
+@pytest.mark.slow
+def test_nuejax_borexino_command(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "nuejax.cli", "borexino", "--out", str(tmp_path), "--toys", "20",
+                          "--json", "--no-plots"], capture_output=True, text=True, timeout=1500)
+    assert out.returncode == 0, out.stderr[-3000:]
+    s = json.loads(out.stdout.strip().splitlines()[-1])
+    for key in ("cno_best", "cno_profile", "deviance", "ndf", "mu_nu_upper_90", "eps_ee_L_interval_90",
+                "eps_ee_R_interval_90", "seconds"):
+        assert key in s
+    assert set(s["cno_profile"]) == {"4", "5", "8.6", "10"}
+    assert 0.0 < s["cno_best"] < 20.0 and s["fit_valid"]
+    assert (tmp_path / "summary.json").is_file()
