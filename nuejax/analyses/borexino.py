@@ -221,7 +221,9 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
     ps += _physics_parameters()
     ps += [Parameter("e_scale", 1.0, 0.9, 1.1, doc="data energy / MC energy"),
            Parameter("e_offset", 0.0, -60.0, 60.0, unit="keV"),
-           Parameter("e_res_a", choices.res_start, 0.0, 4.0, unit="sqrt(keV)", doc="extra resolution, sigma^2 = a^2 E"),
+           # lower bound > 0: as sigma -> 0 the likelihood is flat to all orders in the resolution
+           # (exp(-d^2/2 sigma^2)), a plateau a fit could stop on; 0.2 gives sigma >= 3.6 keV at 320 keV
+           Parameter("e_res_a", choices.res_start, 0.2, 4.0, unit="sqrt(keV)", doc="extra resolution, sigma^2 = a^2 E"),
            Parameter("rate_210Po", 45.0, 0.0, 1e3, unit="cpd/100t"),
            Parameter("po_mean", 440.0, 380.0, 500.0, unit="keV", doc="210Po peak position (data scale)"),
            Parameter("po_sigma", 40.0, 10.0, 90.0, unit="keV", doc="210Po peak width")]

@@ -85,7 +85,7 @@ class CalibrationResult:
     chi2: dict  # target -> chi^2 over its fitted bins
     n_bins: dict  # target -> number of fitted bins
     pulls: dict  # target -> (n_in,) (prediction - template)/error, NaN outside the fitted bins
-    relative_residual: dict  # target -> (n_in,) (prediction - template)/template where template > 0
+    relative_residual: dict  # target -> (n_in,) (prediction - template)/max(template)
     converged: bool
     n_par: int
     extra: dict = field(default_factory=dict)
@@ -106,8 +106,8 @@ class CalibrationResult:
         for g in self.chi2:
             rel = self.relative_residual[g]
             ok = np.isfinite(self.pulls[g])
-            lines.append(f"  {g:>5}: norm {self.norms[g]:.4f}, chi2/bins = {self.chi2[g]:.1f}/{self.n_bins[g]}, "
-                         f"max |relative residual| {np.nanmax(np.abs(np.where(ok, rel, np.nan))):.3g}")
+            lines.append(f"  {g:>8}: norm {self.norms[g]:.4f}, chi2/bins = {self.chi2[g]:.1f}/{self.n_bins[g]}, "
+                         f"max |prediction - shape| = {np.nanmax(np.abs(np.where(ok, rel, np.nan))):.3g} of the peak bin")
         return "\n".join(lines)
 
 
@@ -209,10 +209,14 @@ def calibrate_response(targets, edges, *, start: KeVResponse = KeVResponse(), lo
     res = least_squares(lambda y: np.asarray(fres(jnp.asarray(y))), x0 / unit,
                         jac=lambda y: np.asarray(fjac(jnp.asarray(y))), bounds=(lo / unit, hi / unit),
                         method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-10, max_nfev=max_iter)
-    # converged: scipy's own criteria met and the projected gradient of chi^2 vanishes
+    # converged: scipy's criteria met and the estimated distance to the minimum on the free
+    # parameters, EDM = r^T J (J^T J)^-1 J^T r (chi^2 units, scale-free), below 1e-6
     g = 2.0 * res.jac.T @ res.fun
-    free = (res.active_mask == 0)
-    converged = bool(res.success and np.all(np.abs(g[free]) <= 1e-6 * max(1.0, 2.0 * res.cost)))
+    free = res.active_mask == 0
+    J = res.jac[:, free]
+    Jr = J.T @ res.fun
+    edm = float(Jr @ np.linalg.lstsq(J.T @ J, Jr, rcond=None)[0]) if free.any() else 0.0
+    converged = bool(res.success and edm < 1e-6)
     y = np.asarray(res.x)
     pred = np.asarray(predictions(jnp.asarray(y)))
     tm = np.asarray(tmpl)
@@ -220,10 +224,10 @@ def calibrate_response(targets, edges, *, start: KeVResponse = KeVResponse(), lo
     for k, t in enumerate(targets):
         ok = err[k] > 0
         pulls[t.name] = np.where(ok, (pred[k] - tm[k]) / np.where(ok, err[k], 1.0), np.nan)
-        rel[t.name] = np.where(tm[k] > 0, (pred[k] - tm[k]) / np.where(tm[k] > 0, tm[k], 1.0), np.nan)
+        rel[t.name] = (pred[k] - tm[k]) / tm[k].max()
         chi[t.name] = float(np.nansum(pulls[t.name] ** 2))
         nb[t.name] = int(ok.sum())
         norms[t.name] = float(y[4 + k] * unit[4 + k]) if fit_norms else 1.0
     response = KeVResponse(*(float(v) for v in y[:4] * unit[:4]))
     return CalibrationResult(response, norms, chi, nb, pulls, rel, converged, int(len(x0)),
-                             extra=dict(n_iter=int(res.nfev), prediction=pred, gradient=g))
+                             extra=dict(n_iter=int(res.nfev), prediction=pred, gradient=g, edm=edm))

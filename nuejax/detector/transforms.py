@@ -32,9 +32,11 @@ overlap fraction of the mapped bin with the output bin, the exact rebinning). He
   counts that spill *in* to be there: see :func:`check_transform_axes`);
 * with identical input and output binnings, :math:`s = 1`, :math:`c = k = 0` and no smearing,
   :math:`M` is the identity;
-* everything is ``jax.numpy`` and differentiable in all six parameters (at :math:`\sigma = 0`
-  exactly the gradient with respect to the resolution terms is taken as zero, its one-sided limit
-  is infinite for coinciding edges: start fits with a non-zero resolution).
+* everything is ``jax.numpy`` and differentiable in all six parameters. As :math:`\sigma \to 0`
+  the resolution enters only through :math:`e^{-d^2/2\sigma^2}`, so the likelihood is flat to
+  all orders there (exactly zero gradient and curvature at :math:`\sigma = 0`): a plateau on
+  which a fit can stop. Give floating resolution terms a lower bound that keeps the smallest
+  :math:`\sigma` a sizeable fraction of a bin width (``nuejax borexino``: :math:`a \ge 0.2\,\sqrt{\rm keV}`).
 
 The fixed-kernel reweighting of the paper stays exact underneath: a transform only moves the
 already folded counts between observable bins.

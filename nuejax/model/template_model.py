@@ -88,8 +88,14 @@ class TemplateModel(ModelMethods):
         """
         x = check_edges(in_edges, "template model", "input")
         e = check_edges(obs_edges, "template model", "observable")
-        templates = np.asarray(templates, dtype=float).reshape(-1, x.size - 1) if np.size(templates) else \
-            np.zeros((0, x.size - 1))
+        templates = np.asarray(templates, dtype=float)
+        if templates.size == 0:
+            templates = np.zeros((0, x.size - 1))
+        elif templates.ndim == 1:
+            templates = templates[None, :]
+        if templates.ndim != 2 or templates.shape[1] != x.size - 1:
+            raise InputError(f"template model: templates has shape {templates.shape}, expected "
+                             f"({len(template_names)}, {x.size - 1}) (one row per template on the input bins)")
         if len(template_names) != templates.shape[0]:
             raise InputError(f"template model: {templates.shape[0]} templates but {len(template_names)} names")
         if transform is None and not np.array_equal(x, e):
