@@ -1,4 +1,5 @@
-"""Detector layer: analytic scintillator response, toy-MC response histograms, backgrounds."""
+"""Detector layer: analytic scintillator response, toy-MC response histograms, backgrounds,
+observable-level response transforms and the calibration of a response on published shapes."""
 
 from .response import (
     PSEUDOCUMENE,
@@ -13,5 +14,7 @@ from .response import (
     quenching_table,
     unit_bin_edges,
 )
+from .calibration import CalibrationTarget, KeVResponse, calibrate_response
+from .transforms import ResponseTransform
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -2,7 +2,11 @@
 
 from .borexino_like import borexino_like_model, default_parameters, signal_component
 from .likelihood import check_expected, poisson_nll
+from .constraints import GaussianConstraint, HalfGaussianConstraint, LogNormalConstraint, PenaltyTerm
+from .floating import FloatingResponseModel, floating_response_model
 from .parameters import Parameter, ParameterSet
+from .template_model import TemplateModel
+from .templates import GaussianPeak, shape_template
 from .spectral_model import (
     SignalComponent,
     SpectralModel,
