@@ -28,7 +28,6 @@ import math
 from dataclasses import dataclass, field
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..detector.checks import check_edges, describe_edges
