@@ -142,3 +142,21 @@ def test_nuejax_borexino_command(tmp_path):
     assert set(s["cno_profile"]) == {"4", "5", "8.6", "10"}
     assert 0.0 < s["cno_best"] < 20.0 and s["fit_valid"]
     assert (tmp_path / "summary.json").is_file()
+
+
+def test_regions_of_a_profile_with_two_minima():
+    """The eps_L profile has two minima (g_L + eps -> -g_L): every region below the threshold is
+    reported, with linear interpolation at the crossings and None where a region reaches the end."""
+    from nuejax.inference.results import regions_from_profile
+
+    x = np.linspace(-2.0, 1.0, 301)
+    d = np.minimum(((x + 1.5) / 0.1) ** 2, (x / 0.2) ** 2)
+    r = regions_from_profile(x, d, 2.706)
+    assert len(r) == 2
+    w1, w2 = 0.1 * np.sqrt(2.706), 0.2 * np.sqrt(2.706)
+    np.testing.assert_allclose(r[0], [-1.5 - w1, -1.5 + w1], atol=2e-4)
+    np.testing.assert_allclose(r[1], [-w2, w2], atol=2e-4)
+    open_end = regions_from_profile(x, (x / 3.0) ** 2, 2.706)
+    assert open_end == [[None, None]]
+    left_open = regions_from_profile(x[x > -0.1], d[x > -0.1], 2.706)
+    assert left_open[0][0] is None and left_open[0][1] == pytest.approx(w2, abs=2e-4)

@@ -314,14 +314,15 @@ def regions_from_profile(x, dchi2, level) -> list:
     x = np.asarray(x, dtype=float)
     d = np.asarray(dchi2, dtype=float)
     inside = d < level
-    out, start = [], None
+    out, start, in_region = [], None, False
     for i in range(len(x)):
-        if inside[i] and start is None:
+        if inside[i] and not in_region:
+            in_region = True
             start = None if i == 0 else float(x[i - 1] + (level - d[i - 1]) * (x[i] - x[i - 1]) / (d[i] - d[i - 1]))
-        if inside[i] and (i == len(x) - 1 or not inside[i + 1]):
+        if in_region and (i == len(x) - 1 or not inside[i + 1]):
             end = None if i == len(x) - 1 else float(x[i] + (level - d[i]) * (x[i + 1] - x[i]) / (d[i + 1] - d[i]))
             out.append([start, end])
-            start = None
+            in_region = False
     return out
 
 
