@@ -118,6 +118,7 @@ def test_midpoint_quadrature_is_coarser(fixed):
     assert 1e-4 < d < 5e-3
 
 
+@pytest.mark.slow
 def test_agrees_with_model_rebuilt_at_another_response(general, fast, fixed_other):
     """The floating model at a non-nominal response = the fixed model whose kernels were built
     with that response (signals only: the backgrounds stay at the nominal response)."""
@@ -186,6 +187,7 @@ def test_mean_np_of_a_line_scales_with_light_yield(fast):
     assert means[500.0] / means[420.0] == pytest.approx(500.0 / 420.0, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_newton_fit_recovers_shifted_light_yield(fast):
     # flux normalisations at their constraint centres and backgrounds at their defaults (unconstrained):
     # the Asimov minimum is exactly the truth

@@ -288,6 +288,7 @@ def test_newton_fit_asimov_returns_truth():
     assert res.fval == pytest.approx(float(m.nll(_params(), asimov)), rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_batch_fit_asimov_and_toys():
     m = _model()
     n = 6
