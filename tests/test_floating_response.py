@@ -22,6 +22,9 @@ from nuejax.model import borexino_like_model, expected
 from nuejax.model.floating import RESPONSE_TERMS, floating_response_model, floating_signal_spectra, response_kernels
 from nuejax.model.parameters import Parameter
 
+#: the floating model builds two fixed models to compare with (~1 min on 2 cores): slow job
+pytestmark = pytest.mark.slow
+
 SIGNALS = ("7Be_862", "pep", "13N")
 BKG = ("210Bi", "85Kr")
 WINDOW = (150, 350)
