@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("borexino", help="the Borexino Phase-III open-data analysis: CNO, goodness of fit, mu_nu "
                                         "limit and NSI intervals")
     _add_out_option(p, "plots, fit results and summary.json")
-    p.add_argument("--toys", type=_positive_int, default=100, help="goodness-of-fit toys (default 100)")
+    p.add_argument("--toys", type=_positive_int, default=50, help="goodness-of-fit toys (default 50)")
     p.add_argument("--rebin", type=_positive_int, default=4, help="data bins merged per fit bin (default 4)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
