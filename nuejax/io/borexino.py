@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..detector.checks import check_edges
 from ..errors import DataError, FileFormatError, InputError
 
 __all__ = ["BorexinoShape", "ObservedSpectrum", "PublishedProfile", "packaged_borexino_cno_profile",
@@ -184,16 +185,7 @@ class ObservedSpectrum:
     def __post_init__(self):
         what = self._what()
         edges = _frozen_array(self.edges, f"{what}: edges")
-        if edges.ndim != 1 or edges.size < 2:
-            raise InputError(f"{what}: edges must be a 1-D array of at least 2 values, got shape {edges.shape}")
-        bad = np.nonzero(~np.isfinite(edges))[0]
-        if bad.size:
-            raise InputError(f"{what}: edge {bad[0]} is {edges[bad[0]]}, not finite")
-        bad = np.nonzero(np.diff(edges) <= 0)[0]
-        if bad.size:
-            i = bad[0]
-            raise InputError(f"{what}: edges are not strictly increasing: edge {i + 1} = {edges[i + 1]:g} "
-                             f"<= edge {i} = {edges[i]:g}")
+        check_edges(edges, what)
         n = edges.size - 1
         counts = _frozen_array(self.counts, f"{what}: counts")
         if counts.shape != (n,):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..detector.checks import check_edges
 from ..errors import InputError
 from .borexino import ObservedSpectrum
 from .root import RootInputError, read_th1
@@ -46,19 +47,6 @@ def _axis_edges(axis, what):
         raise
     except Exception as err:
         raise InputError(f"{what}: cannot read the bin edges of the axis ({type(err).__name__}: {err})") from err
-
-
-def _check_edges(edges, what):
-    if edges.ndim != 1 or edges.size < 2:
-        raise InputError(f"{what}: edges must be 1-D with at least 2 values, got shape {edges.shape}")
-    bad = np.nonzero(~np.isfinite(edges))[0]
-    if bad.size:
-        raise InputError(f"{what}: edge {bad[0]} is {edges[bad[0]]}, not finite")
-    bad = np.nonzero(np.diff(edges) <= 0)[0]
-    if bad.size:
-        i = bad[0]
-        raise InputError(f"{what}: edges are not strictly increasing: edge {i + 1} = {edges[i + 1]:g} "
-                         f"<= edge {i} = {edges[i]:g}")
 
 
 def _check_counts(counts, edges, what):
@@ -135,7 +123,7 @@ def spectrum_from_hist(obj, *, expected_edges=None, name: str | None = None) -> 
     else:
         raise InputError(f"expected a 1-D histogram (an object with .axes and .values(), e.g. hist.Hist "
                          f"or an uproot TH1) or a (counts, edges) tuple, got {type(obj).__name__}")
-    _check_edges(edges, what)
+    check_edges(edges, what)
     _check_counts(counts, edges, what)
     if expected_edges is not None:
         _match_edges(edges, expected_edges, what)
