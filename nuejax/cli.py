@@ -221,6 +221,37 @@ def _cmd_injection(args) -> int:
     return 0
 
 
+def _cmd_limits(args) -> int:
+    from .analyses.limits import merge_limits, run_limits
+
+    if args.merge:
+        summary = merge_limits(args.merge, args.out)
+    else:
+        progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+        summary = run_limits(args.out, n_toys=args.toys, n_grid=args.grid, n_T=args.n_T, data=args.data,
+                             resume=args.resume, shard=args.shard, key=args.seed, plots=not args.no_plots,
+                             progress=progress, chunk=args.chunk)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print()
+    if not summary.get("complete"):
+        print(summary.get("note", "incomplete run"))
+        return 0
+    u = "x 1e-11 mu_B"
+    print(f"mu_nu 90% CL Feldman-Cousins: {_fmt(summary['mu_nu_fc_interval_90'])} {u}")
+    if "mu_nu_wilks_upper_90" in summary:
+        print(f"  (Wilks one-sided upper limit {summary['mu_nu_wilks_upper_90']:.4g}, asymptotic CLs "
+              f"{summary['mu_nu_cls_asymptotic_upper_90']:.4g})")
+    print(f"(eps_ee_L, eps_ee_R) 90% CL Feldman-Cousins region: {summary['eps_ee_fc_accepted_points']} of "
+          f"{summary['eps_ee_fc_grid'][0]}x{summary['eps_ee_fc_grid'][1]} grid points; eps_ee_L in "
+          f"{_fmt(summary['eps_ee_L_fc_range_90'])}, eps_ee_R in {_fmt(summary['eps_ee_R_fc_range_90'])}")
+    print(f"wrote {args.out}/summary.json" + ("" if args.no_plots else ", fc_mu_nu.png, fc_eps_ee.png, cls_mu_nu.png"))
+    if "seconds" in summary:
+        print(f"total {summary['seconds']:.1f} s")
+    return 0
+
+
 def _fmt(interval):
     lo, hi = interval
     f = lambda v: "none" if v is None else f"{v:.4g}"  # noqa: E731
@@ -263,6 +294,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_borexino)
+    p = sub.add_parser("limits", help="Feldman-Cousins interval of mu_nu and region of (eps_ee_L, eps_ee_R) from toys "
+                                      "on the demo model, on every visible device")
+    _add_model_run_options(p, "run folders, figures and summary.json")
+    p.add_argument("--toys", type=_positive_int, default=400, help="toys per grid point (default 400)")
+    p.add_argument("--grid", type=_positive_int, default=11, help="grid points per parameter (default 11)")
+    p.add_argument("--data", default=None, metavar="FILE",
+                   help="observed counts per bin (.npy, or text with one number per bin); default: SM Asimov data")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")
+    p.add_argument("--resume", action="store_true", help="continue the runs in --out, skipping finished chunks")
+    p.add_argument("--shard", default=None, metavar="i/n",
+                   help="compute slice i of n (a job array: one process per slice), then --merge the folders")
+    p.add_argument("--chunk", type=_positive_int, default=None, help="toy fits per stored chunk (default: by device)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="DIR",
+                   help="merge the --out folders of --shard processes into --out and report")
+    p.set_defaults(func=_cmd_limits)
     p = sub.add_parser("injection", help="injection-recovery of eps_ee_L and mu_nu on Asimov data (paper Sec. VI.B)")
     _add_model_run_options(p, "figures")
     p.set_defaults(func=_cmd_injection)

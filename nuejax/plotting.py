@@ -15,7 +15,8 @@ import re
 import numpy as np
 
 __all__ = ["require_matplotlib", "plot_spectrum", "plot_scan", "plot_scan_2d", "plot_correlation", "plot_pulls",
-           "parameter_label", "parameter_symbol", "component_label", "component_colors"]
+           "parameter_label", "parameter_symbol", "component_label", "component_colors", "plot_feldman_cousins",
+           "plot_cls", "plot_coverage"]
 
 #: Component (signal normalisation group or background) -> legend label.
 _COMPONENT_LABELS = {
@@ -276,4 +277,74 @@ def plot_pulls(result, parameters, ax=None, *, path=None):
     lim = max(3.0, 1.1 * max(abs(v) for v in pulls.values()))
     ax.set_xlim(-lim, lim)
     ax.set_xlabel(r"pull (value $-$ centre)/$\sigma$")
+    return _finish(ax, created, path)
+
+
+def plot_feldman_cousins(result, ax=None, *, path=None):
+    r"""A :class:`~nuejax.inference.FeldmanCousinsResult`. 1-D: the observed statistic
+    :math:`t_{\rm obs}(\theta)` and the critical values :math:`t_c(\theta)` from the toys (band:
+    their statistical uncertainty) against θ, the accepted interval shaded, the Wilks line
+    (:math:`\chi^2_1` at the CL) for comparison. 2-D: the accepted grid points and the
+    :math:`t_{\rm obs} = t_c` contour. Returns the axes (``path`` as in :func:`plot_scan`)."""
+    from .inference.results import two_sided_threshold
+
+    ax, created = _axes(ax, (6.4, 4.4))
+    if len(result.poi) == 1:
+        x = np.asarray(result.axes[0])
+        tc, err = np.asarray(result.t_crit), np.asarray(result.t_crit_err)
+        ax.plot(x, result.t_obs, "-", label=r"observed $t(\theta)$")
+        ax.plot(x, tc, "-", color="C1", label=rf"$t_c$ ({result.cl:.0%} of {result.n_toys} toys per point)")
+        ax.fill_between(x, tc - err, tc + err, color="C1", alpha=0.3, lw=0)
+        ax.axhline(two_sided_threshold(result.cl, 1), ls=":", color="gray", label="Wilks (asymptotic)")
+        for a, b in result.regions:
+            ax.axvspan(a, b, color="C2", alpha=0.15)
+        ax.set_xlabel(parameter_label(result.poi[0]))
+        ax.set_ylabel(r"$-2\ln\lambda$")
+        top = float(np.nanmax(tc)) * 3 if np.any(np.isfinite(tc)) else 10.0
+        ax.set_ylim(0, top)
+        ax.legend(title=f"Feldman–Cousins {result.cl:.0%} CL")
+    else:
+        nx, ny = (len(a) for a in result.axes)
+        d = (np.asarray(result.t_obs) - np.asarray(result.t_crit)).reshape(nx, ny)
+        acc = result.accepted_grid
+        pts = np.asarray(result.points).reshape(nx, ny, 2)
+        ax.plot(pts[..., 0][acc], pts[..., 1][acc], "s", ms=3, color="C2", alpha=0.5, label="accepted")
+        if np.nanmin(d) < 0 < np.nanmax(d):
+            ax.contour(result.axes[0], result.axes[1], d.T, levels=[0.0], colors="C2")
+        ax.plot(*result.best_fit, "k+", label="best fit")
+        ax.set_xlabel(parameter_label(result.poi[0]))
+        ax.set_ylabel(parameter_label(result.poi[1]))
+        ax.legend(title=f"Feldman–Cousins {result.cl:.0%} CL")
+    return _finish(ax, created, path)
+
+
+def plot_cls(result, ax=None, *, path=None):
+    """CLs, CL_s+b and CL_b of a :class:`~nuejax.inference.CLsResult` against the tested value,
+    the 1 − CL line and the observed limit. Returns the axes (``path`` as in :func:`plot_scan`)."""
+    ax, created = _axes(ax, (6.4, 4.4))
+    ax.semilogy(result.values, result.cls, "-", label=r"CL$_s$")
+    ax.semilogy(result.values, result.clsb, "--", label=r"CL$_{s+b}$")
+    ax.semilogy(result.values, result.clb, ":", label=r"CL$_b$")
+    ax.axhline(1 - result.cl, color="gray", lw=1)
+    if result.limit is not None:
+        ax.axvline(result.limit, color="k", lw=1, label=f"limit {result.limit:.3g}")
+    ax.set_xlabel(parameter_label(result.name))
+    ax.set_ylabel("p-value")
+    ax.legend(title=f"{result.cl:.0%} CL, {result.method}")
+    return _finish(ax, created, path)
+
+
+def plot_coverage(results, ax=None, *, path=None):
+    """Coverage of :class:`~nuejax.inference.CoverageResult` objects (one per true value of a
+    single parameter of interest) against the truth, with binomial error bars and the nominal
+    CL. Returns the axes (``path`` as in :func:`plot_scan`)."""
+    ax, created = _axes(ax, (6.4, 4.4))
+    results = list(results)
+    name = results[0].poi[0]
+    x = [r.truth[name] for r in results]
+    ax.errorbar(x, [r.fraction for r in results], yerr=[r.error for r in results], fmt="o", label="toys")
+    ax.axhline(results[0].cl, color="gray", ls=":", label=f"nominal {results[0].cl:.0%}")
+    ax.set_xlabel("true " + parameter_label(name))
+    ax.set_ylabel("coverage")
+    ax.legend()
     return _finish(ax, created, path)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import ModelProtocolError
 from ..model.checks import check_model
+from ..model.likelihood import poisson_draw, poisson_parts
 from .fitting import batch_fit, setup
 from .results import FitResult
 
@@ -82,7 +83,7 @@ def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None
     if n_toys <= 0:
         return GoodnessOfFit(dev, ndof, p_chi2)
     key = jax.random.PRNGKey(0) if key is None else key
-    toys = jax.random.poisson(key, mu, shape=(int(n_toys),) + mu.shape).astype(mu.dtype)
+    toys = poisson_draw(key, mu, (int(n_toys),) + mu.shape, parts=poisson_parts(np.max(np.asarray(mu), initial=0.0)))
     fits = batch_fit(s.model, toys, {k: float(v) for k, v in best.items()}, result.names, chunk=chunk)
 
     x = jnp.stack([jnp.asarray(fits.values[n]) for n in result.names], axis=-1)

@@ -32,7 +32,7 @@ from ..physics.precomputed import PrecomputedSpectrum, group_recoil_spectra, gro
 from ..physics.spectra import SolarSource, recoil_spectrum
 from ..errors import ParameterError
 from .checks import check_data, check_params, is_traced
-from .likelihood import check_counts, check_expected, poisson_nll
+from .likelihood import check_counts, check_expected, poisson_nll, poisson_draw, poisson_parts
 from .parameters import ParameterSet
 
 __all__ = ["SignalComponent", "SpectralModel", "expected", "nll", "signal_spectra", "physics_from_params", "osc_from_params"]
@@ -109,7 +109,7 @@ class ModelMethods:
         """Poisson pseudo-data from ``params``: shape (n_obs,) or (n_toys, n_obs)."""
         mu = self.asimov(params)
         shape = mu.shape if n_toys is None else (n_toys,) + mu.shape
-        return jax.random.poisson(key, mu, shape=shape).astype(mu.dtype)
+        return poisson_draw(key, mu, shape, parts=poisson_parts(np.max(np.asarray(mu), initial=0.0)))
 
 
 @jax.tree_util.register_dataclass

@@ -1,0 +1,307 @@
+"""Chunked, sharded, resumable execution of a batch of rows (toy fits of a Neyman construction).
+
+A long run is a fixed list of rows (generating point, tested point, toy index), cut into chunks
+of a fixed size. Each chunk is one or a few launches of a compiled kernel with its rows split over
+every local device (``jax.sharding``: a 1-D :class:`~jax.sharding.Mesh` over
+``jax.devices()`` and a :class:`~jax.sharding.NamedSharding` of the row axis; the kernel has no
+collectives). Every row is computed from its own inputs alone, so the numbers do not depend on
+the number of devices, the chunk a row falls in, or the process that ran it.
+
+With an output folder, a run writes:
+
+* ``manifest.json``: the run's configuration (everything its numbers depend on, with hashes of
+  the model and the data), the key, the row and chunk counts, the library versions;
+* ``setup.npz``: the arrays computed before the toys (fits to the observed data);
+* ``chunks/chunk_000012.npz``: the kernel's output for chunk 12, written atomically
+  (temporary file, then ``os.replace``).
+
+**Resume.** Started again with the same configuration (``resume=True``), a run loads the stored
+set-up and skips every chunk on disk; the result is the uninterrupted run's, exactly (same rows,
+same set-up). A different configuration in the folder is an error naming what differs.
+
+**Several processes or hosts.** ``shard=(i, n)`` makes a process compute the chunks ``k`` with
+``k % n == i`` (e.g. ``i = $SLURM_ARRAY_TASK_ID``); processes may share a folder or each write
+their own, and :func:`merge_runs` gathers the chunks of several folders once all are done. This
+is the job-array pattern of a batch system (SLURM, HTCondor) with a merge step, not a scheduler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ..errors import InputError
+from .fitting import launch_size
+
+__all__ = ["RunStore", "run_rows", "merge_runs", "fingerprint", "Progress", "default_chunk", "parse_shard"]
+
+MANIFEST = "manifest.json"
+SETUP = "setup.npz"
+
+
+# -- hashing -----------------------------------------------------------------------------------------
+def fingerprint(*objects) -> str:
+    """SHA-256 (hex, 16 characters) of PyTrees: every array leaf's dtype, shape and bytes, and the
+    tree structure (static fields: names, flags, the parameter description)."""
+    h = hashlib.sha256()
+    for obj in objects:
+        leaves, treedef = jax.tree_util.tree_flatten(obj)
+        h.update(repr(treedef).encode())
+        for leaf in leaves:
+            a = np.asarray(leaf)
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def parse_shard(text) -> tuple[int, int]:
+    """``"i/n"`` or ``(i, n)`` with 0 <= i < n -> (i, n)."""
+    try:
+        i, n = (int(v) for v in (text.split("/") if isinstance(text, str) else text))
+    except (TypeError, ValueError):
+        raise InputError(f"shard must be 'i/n' (this process's index and the number of processes), got {text!r}") \
+            from None
+    if not (n >= 1 and 0 <= i < n):
+        raise InputError(f"shard {i}/{n}: needs n >= 1 and 0 <= i < n")
+    return i, n
+
+
+# -- progress ----------------------------------------------------------------------------------------
+class Progress:
+    """A one-line progress bar on stderr with rate and ETA (plain lines when not a terminal)."""
+
+    def __init__(self, total: int, label: str, unit: str = "toys", stream=None, min_interval: float = 2.0):
+        self.total, self.label, self.unit = int(total), label, unit
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.done = 0
+        self.t0 = time.perf_counter()
+        self.last = -1e9
+        self.min_interval = min_interval
+        self.fresh = 0  # rows computed here (not loaded): the rate counts only those
+
+    def update(self, n: int, computed: bool = True) -> None:
+        self.done += int(n)
+        self.fresh += int(n) if computed else 0
+        now = time.perf_counter()
+        if self.done >= self.total or now - self.last >= (0.2 if self.tty else self.min_interval):
+            self.last = now
+            self._write(now)
+
+    def _write(self, now) -> None:
+        el = now - self.t0
+        rate = self.fresh / el if el > 0 else 0.0
+        left = self.total - self.done
+        eta = left / rate if rate > 0 else float("nan")
+        width = 24
+        fill = int(width * self.done / max(self.total, 1))
+        bar = "#" * fill + "-" * (width - fill)
+        eta_txt = "--" if not np.isfinite(eta) else time.strftime("%H:%M:%S", time.gmtime(eta))
+        msg = (f"{self.label} [{bar}] {self.done}/{self.total} {self.unit}  {rate:,.0f} {self.unit}/s  "
+               f"ETA {eta_txt}")
+        self.stream.write(("\r" + msg) if self.tty else (msg + "\n"))
+        if self.tty and self.done >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+# -- storage -------------------------------------------------------------------------------------------
+def _jsonable(config: dict) -> dict:
+    return json.loads(json.dumps(config, default=lambda o: np.asarray(o).tolist()))
+
+
+class RunStore:
+    """The output folder of one run (module docstring). ``None`` folder: nothing is stored."""
+
+    def __init__(self, folder, config: dict, *, resume: bool):
+        self.folder = None if folder is None else Path(folder)
+        self.config = _jsonable(config)
+        self.resume = resume
+        if self.folder is None:
+            return
+        m = self.folder / MANIFEST
+        if m.exists():
+            old = json.loads(m.read_text())
+            if not resume:
+                raise InputError(f"{self.folder}: holds a run already; pass resume=True (--resume) to continue it, "
+                                 "or choose another output folder")
+            diff = sorted(k for k in set(old["config"]) | set(self.config) if old["config"].get(k) != self.config.get(k))
+            if diff:
+                raise InputError(f"{self.folder}: holds a run with different settings ({', '.join(diff)} differ); "
+                                 "choose another output folder to start a new run")
+        elif self.folder.exists() and any(self.folder.iterdir()) and not (self.folder / "chunks").exists():
+            raise InputError(f"{self.folder}: exists and is not a nuejax run folder; choose another output folder")
+
+    @property
+    def chunk_dir(self) -> Path:
+        return self.folder / "chunks"
+
+    def chunk_path(self, k: int) -> Path:
+        return self.chunk_dir / f"chunk_{k:06d}.npz"
+
+    def setup(self, compute: Callable[[], dict]) -> dict:
+        """The run's set-up arrays: loaded when this folder has them (a resumed run, or another
+        process of the same run), else computed and stored."""
+        if self.folder is not None and (self.folder / SETUP).exists() and (self.folder / MANIFEST).exists():
+            with np.load(self.folder / SETUP) as z:
+                return {k: z[k] for k in z.files}
+        out = {k: np.asarray(v) for k, v in compute().items()}
+        if self.folder is not None:
+            self.chunk_dir.mkdir(parents=True, exist_ok=True)
+            _atomic_savez(self.folder / SETUP, out)
+            manifest = {"config": self.config, "versions": _versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                        "format": 1}
+            _atomic_write(self.folder / MANIFEST, json.dumps(manifest, indent=1))
+        return out
+
+    def load_chunk(self, k: int) -> dict | None:
+        if self.folder is None:
+            return None
+        path = self.chunk_path(k)
+        if not path.exists():
+            return None
+        with np.load(path) as z:
+            return {n: z[n] for n in z.files}
+
+    def save_chunk(self, k: int, out: dict) -> None:
+        if self.folder is not None:
+            _atomic_savez(self.chunk_path(k), out)
+
+
+def _versions() -> dict:
+    from .results import versions
+
+    return versions()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _atomic_savez(path: Path, arrays: dict) -> None:
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+# -- execution --------------------------------------------------------------------------------------------
+def default_chunk(n_par: int) -> int:
+    """Rows per chunk (per stored file): 64 launches' worth on the CPU (:func:`launch_size`),
+    16384 on an accelerator, times the number of local devices."""
+    n_dev = len(jax.devices())
+    per = launch_size(1 << 30, None, n_par) if jax.default_backend() == "cpu" else 16384
+    return int(per * (64 if jax.default_backend() == "cpu" else 1) * n_dev)
+
+
+def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> dict:
+    """Run ``kernel`` on the rows, split over the mesh's devices, in launches of at most
+    ``per_launch`` rows per device (padded with copies of the first row, dropped after)."""
+    n = len(next(iter(rows.values())))
+    n_dev = mesh.devices.size
+    step = per_launch * n_dev
+    sharding = NamedSharding(mesh, PartitionSpec("rows"))
+    outs = []
+    for a in range(0, n, step):
+        part = {k: v[a:a + step] for k, v in rows.items()}
+        m = len(next(iter(part.values())))
+        pad = (-m) % n_dev
+        if pad:
+            part = {k: np.concatenate([v, np.repeat(v[:1], pad, axis=0)]) for k, v in part.items()}
+        part = {k: jax.device_put(jnp.asarray(v), sharding) for k, v in part.items()}
+        res = kernel(part)
+        outs.append({k: np.asarray(v)[:m] for k, v in res.items()})
+    return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+
+
+def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: RunStore | None = None,
+             shard: tuple[int, int] = (0, 1), progress: Progress | None = None, n_par: int = 1) -> dict | None:
+    """Evaluate ``kernel`` on every row of ``rows`` (numpy arrays with a common leading length),
+    chunk by chunk (module docstring). Returns the concatenated outputs, or ``None`` when this
+    process (``shard``) did its part and chunks of other processes are still missing."""
+    n = len(next(iter(rows.values())))
+    chunk = max(1, int(chunk))
+    n_chunks = -(-n // chunk)
+    i_shard, n_shard = shard
+    devices = np.asarray(jax.devices())
+    mesh = Mesh(devices, ("rows",))
+    per = launch_size(1 << 30, None, n_par) if jax.default_backend() == "cpu" else chunk
+    results: dict[int, dict] = {}
+    for k in range(n_chunks):
+        rows_k = min(chunk, n - k * chunk)
+        got = store.load_chunk(k) if store is not None else None
+        if got is None and k % n_shard == i_shard:
+            part = {name: v[k * chunk:k * chunk + rows_k] for name, v in rows.items()}
+            got = _launch(kernel, part, mesh, min(per, -(-rows_k // devices.size)))
+            if store is not None:
+                store.save_chunk(k, got)
+            if progress is not None:
+                progress.update(rows_k, computed=True)
+        elif got is not None and progress is not None:
+            progress.update(rows_k, computed=False)
+        if got is not None:
+            results[k] = got
+    if len(results) < n_chunks:
+        return None
+    return {name: np.concatenate([results[k][name] for k in range(n_chunks)]) for name in results[0]}
+
+
+def merge_runs(folders, out=None) -> Path:
+    """Gather the chunks of several folders of one run (processes with ``shard``) into ``out``
+    (default: the first folder). Raises :class:`~nuejax.errors.InputError` when the folders hold
+    different runs or a chunk is missing from all of them (naming it)."""
+    folders = [Path(f) for f in folders]
+    if not folders:
+        raise InputError("merge_runs: no folder given")
+    manifests = []
+    for f in folders:
+        if not (f / MANIFEST).exists():
+            raise InputError(f"{f}: not a nuejax run folder (no {MANIFEST})")
+        manifests.append(json.loads((f / MANIFEST).read_text()))
+    for f, m in zip(folders[1:], manifests[1:]):
+        if m["config"] != manifests[0]["config"]:
+            diff = sorted(k for k in set(m["config"]) | set(manifests[0]["config"])
+                          if m["config"].get(k) != manifests[0]["config"].get(k))
+            raise InputError(f"{f}: holds a different run than {folders[0]} ({', '.join(diff)} differ)")
+    setups = []
+    for f in folders:
+        with np.load(f / SETUP) as z:
+            setups.append({k: z[k] for k in z.files})
+    for f, s in zip(folders[1:], setups[1:]):
+        for k, v in s.items():
+            if not np.allclose(v, setups[0][k], rtol=1e-9, atol=0.0, equal_nan=True):
+                raise InputError(f"{f}: its set-up array {k!r} differs from {folders[0]}'s beyond rounding "
+                                 "(the processes fitted the observed data differently); rerun them on one set-up")
+    out = folders[0] if out is None else Path(out)
+    if out not in folders:
+        (out / "chunks").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(folders[0] / MANIFEST, out / MANIFEST)
+        shutil.copy2(folders[0] / SETUP, out / SETUP)
+    n_chunks = int(manifests[0]["config"]["n_chunks"])
+    missing = []
+    for k in range(n_chunks):
+        name = f"chunk_{k:06d}.npz"
+        dest = out / "chunks" / name
+        if dest.exists():
+            continue
+        src = next((f / "chunks" / name for f in folders if (f / "chunks" / name).exists()), None)
+        if src is None:
+            missing.append(k)
+            continue
+        shutil.copy2(src, dest)
+    if missing:
+        raise InputError(f"merge_runs: chunk(s) {missing[:10]}{' ...' if len(missing) > 10 else ''} of {n_chunks} "
+                         f"are in none of the folders: run the missing shards first")
+    return out

@@ -1,0 +1,263 @@
+r"""Pseudo-experiments (toys) with resampled auxiliary measurements, and the batched kernel that
+fits them under a tested hypothesis and under the alternative.
+
+**Toys.** A toy drawn at the parameter point :math:`\theta_{\rm gen}` is a Poisson draw of every
+bin, :math:`n_j \sim \mathrm{Pois}(\mu_j(\theta_{\rm gen}))`, *and* a new value of every auxiliary
+measurement that constrains a fitted parameter: the constraint centres are data too (Cowan,
+Cranmer, Gross, Vitells, EPJC 71 (2011) 1554, Sec. 2; the "unconditional ensemble" of the LHC
+Higgs combination, ATL-PHYS-PUB-2011-011, Sec. 3.1):
+
+* a Gaussian constraint :math:`C = \lVert L^{-1}(x - c)\rVert^2` (a parameter's ``constraint``
+  or a :class:`~nuejax.model.constraints.GaussianConstraint`) gets :math:`c \sim
+  \mathcal N(x_{\rm gen}, LL^{\mathsf T})`;
+* a :class:`~nuejax.model.constraints.LogNormalConstraint` gets :math:`\ln m \sim \mathcal N(\ln
+  x_{\rm gen}, \sigma_{\ln}^2)`.
+
+The toy's −2 ln L is the model's with every such term moved to its toy centre:
+:math:`-2\ln L_{\rm toy}(\theta) = -2\ln L(\theta; n) - \sum_k C_k(\theta; c_k) + \sum_k
+C_k(\theta; c_k^{\rm toy})`, so any model of the fitting protocol works unchanged. Constraints of
+fixed parameters are constants and are not resampled; half-Gaussian and custom penalty terms
+have no auxiliary measurement to resample and are refused (``resample_aux=False`` keeps every
+centre fixed, the "conditional ensemble").
+
+**Reproducible.** Toy ``i`` of a run with key ``k`` comes from ``jax.random.fold_in(k, i)``
+alone (:func:`toy`), wherever and in whatever batch it is generated, so a run split over devices,
+chunks or processes draws the same toys as one uninterrupted run.
+
+**The kernel** (:func:`toy_fits`) takes rows (generating point, tested point, toy index), draws the
+toy on the device and fits it twice with the bound-constrained Newton solver
+(:func:`~nuejax.inference.newton.minimize_bounded`): with the parameters of interest free inside
+their bounds (the global fit) and fixed at the tested values (the conditional fit), the nuisance
+parameters profiled in both. All rows are one ``vmap``-ped program.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import InputError
+from ..model.constraints import GaussianConstraint, LogNormalConstraint
+from ..model.likelihood import poisson_draw, poisson_parts
+from .newton import minimize_bounded
+
+__all__ = ["AuxMeasurements", "aux_measurements", "draw_parts", "toy", "toy_fits", "TOY_FIT_KEYS"]
+
+#: Output arrays of :func:`toy_fits` per row.
+TOY_FIT_KEYS = ("t", "f_global", "f_cond", "poi_hat", "nuis_hat", "conv_global", "conv_cond")
+
+
+def _static(**kw):
+    return field(metadata={"static": True}, **kw)
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class AuxMeasurements:
+    """The auxiliary measurements of a model that a toy resamples, as one flat vector.
+
+    Gaussian blocks (names, nominal centre, Cholesky factor of the covariance) and log-normal
+    terms (name, nominal median, width in ln); ``offsets`` places each in the flat vector of
+    :meth:`nominal` / :meth:`sample` (Gaussian blocks first, then log-normal medians).
+    """
+
+    gauss_centres: tuple  # of (n_k,) arrays
+    gauss_chols: tuple  # of (n_k, n_k) lower-triangular arrays
+    logn_medians: jax.Array  # (n_logn,)
+    logn_sigmas: jax.Array  # (n_logn,)
+    gauss_names: tuple = _static(default=())
+    logn_names: tuple = _static(default=())
+
+    @property
+    def size(self) -> int:
+        return sum(len(n) for n in self.gauss_names) + len(self.logn_names)
+
+    def nominal(self) -> jax.Array:
+        """The model's own centres (medians), flat."""
+        parts = [jnp.atleast_1d(c) for c in self.gauss_centres] + [jnp.atleast_1d(self.logn_medians)]
+        return jnp.concatenate(parts) if self.size else jnp.zeros(0)
+
+    def sample(self, key, p) -> jax.Array:
+        """Toy centres drawn about the generating point ``p`` (module docstring), flat."""
+        parts = []
+        keys = jax.random.split(key, len(self.gauss_names) + 1)
+        for k, names, chol in zip(keys, self.gauss_names, self.gauss_chols):
+            x = jnp.stack([jnp.asarray(p[n]) for n in names])
+            parts.append(x + chol @ jax.random.normal(k, x.shape, dtype=chol.dtype))
+        if self.logn_names:
+            x = jnp.stack([jnp.asarray(p[n]) for n in self.logn_names])
+            z = jax.random.normal(keys[-1], x.shape, dtype=self.logn_sigmas.dtype)
+            parts.append(jnp.exp(jnp.log(x) + self.logn_sigmas * z))
+        return jnp.concatenate(parts) if parts else jnp.zeros(0)
+
+    def terms(self, p, centres) -> jax.Array:
+        """Σ_k C_k(p; centres_k): every term at the given flat centres."""
+        total = jnp.zeros((), dtype=jnp.result_type(float))
+        at = 0
+        for names, chol in zip(self.gauss_names, self.gauss_chols):
+            c = centres[at:at + len(names)]
+            at += len(names)
+            r = jnp.stack([jnp.asarray(p[n]) for n in names]) - c
+            z = jax.scipy.linalg.solve_triangular(chol, r, lower=True)
+            total = total + z @ z
+        if self.logn_names:
+            m = centres[at:]
+            x = jnp.stack([jnp.asarray(p[n]) for n in self.logn_names])
+            safe = jnp.where(x > 0, x, 1.0)
+            v = ((jnp.log(safe) - jnp.log(m)) / self.logn_sigmas) ** 2
+            total = total + jnp.sum(jnp.where(x > 0, v, jnp.inf))
+        return total
+
+    def shift(self, p, centres) -> jax.Array:
+        """What moving every term from its nominal centre to ``centres`` adds to −2 ln L."""
+        if not self.size:
+            return jnp.zeros((), dtype=jnp.result_type(float))
+        return self.terms(p, centres) - self.terms(p, self.nominal())
+
+
+def aux_measurements(model, fitted, *, resample_aux: bool = True) -> AuxMeasurements:
+    """The auxiliary measurements of ``model`` on the parameters in ``fitted`` (module docstring).
+
+    Reads the Gaussian ``constraint`` of each parameter (:class:`~nuejax.model.parameters.Parameter`)
+    and the model's ``constraints`` terms, if it has any. Raises
+    :class:`~nuejax.errors.InputError` for a term on a fitted parameter that cannot be resampled
+    (half-Gaussian, penalty), unless ``resample_aux`` is false (then nothing is resampled).
+    """
+    dt = jnp.result_type(float)
+    empty = AuxMeasurements((), (), jnp.zeros(0, dt), jnp.zeros(0, dt))
+    if not resample_aux:
+        return empty
+    fitted = set(fitted)
+    g_names, g_centres, g_chols, l_names, l_med, l_sig = [], [], [], [], [], []
+    for par in model.parameters.parameters:
+        if par.constraint is not None and par.name in fitted:
+            g_names.append((par.name,))
+            g_centres.append(jnp.asarray([par.constraint[0]], dtype=dt))
+            g_chols.append(jnp.asarray([[par.constraint[1]]], dtype=dt))
+    for term in getattr(model, "constraints", ()) or ():
+        names = tuple(getattr(term, "names", ()))
+        if not set(names) & fitted:
+            continue
+        if isinstance(term, GaussianConstraint):
+            g_names.append(names)
+            g_centres.append(jnp.asarray(term.centre, dtype=dt))
+            g_chols.append(jnp.asarray(term.chol, dtype=dt))
+        elif isinstance(term, LogNormalConstraint):
+            l_names.append(names[0])
+            l_med.append(term.median)
+            l_sig.append(term.sigma_ln)
+        else:
+            raise InputError(f"toys: the constraint term {type(term).__name__} on {names} has no auxiliary "
+                             "measurement to resample (only Gaussian and log-normal terms do); pass "
+                             "resample_aux=False to keep every constraint centre fixed in the toys")
+    as_vec = lambda v: jnp.asarray(jnp.stack(v) if v else jnp.zeros(0), dtype=dt)  # noqa: E731
+    return AuxMeasurements(tuple(g_centres), tuple(g_chols), as_vec(l_med), as_vec(l_sig), tuple(g_names),
+                           tuple(l_names))
+
+
+def _draw(key, model, p, aux: AuxMeasurements, parts: int = 1):
+    """One toy from its own key: (counts, aux centres); ``parts`` as in :func:`~nuejax.model.likelihood.poisson_draw`."""
+    k_data, k_aux = jax.random.split(key)
+    mu = model.expected(p)
+    return poisson_draw(k_data, mu, parts=parts), aux.sample(k_aux, p)
+
+
+def draw_parts(model, base: dict, names: tuple, gen_x) -> int:
+    """The static ``parts`` of the Poisson draws for toys at the generating points ``gen_x``
+    (rows in the order of ``names``): enough that no part's mean exceeds
+    :data:`~nuejax.model.likelihood.POISSON_PART_MAX` (evaluated once, eagerly)."""
+    gen_x = np.unique(np.asarray(gen_x, dtype=float), axis=0)
+
+    def mu_max(x):
+        p = dict(base)
+        for i, n in enumerate(names):
+            p[n] = x[i]
+        return jnp.max(model.expected(p))
+
+    return poisson_parts(float(np.max(np.asarray(jax.jit(jax.vmap(mu_max))(jnp.asarray(gen_x))))))
+
+
+def toy(model, params, key, index: int, aux: AuxMeasurements | None = None):
+    """Toy ``index`` of the run with ``key`` at ``params``: (counts, aux centres). The same toy
+    that every batched, sharded or resumed run draws for this index."""
+    aux = aux_measurements(model, ()) if aux is None else aux
+    p = {k: jnp.asarray(v) for k, v in model.parameters.values(params).items()}
+    parts = poisson_parts(float(np.max(np.asarray(model.expected(p)))))
+    return _draw(jax.random.fold_in(key, index), model, p, aux, parts)
+
+
+def _objective(x, args, *, names, fixed_names):
+    fixed_vals, model, base, counts, aux, centres = args
+    p = dict(base)
+    for i, n in enumerate(fixed_names):
+        p[n] = fixed_vals[i]
+    for i, n in enumerate(names):
+        p[n] = x[i]
+    return model.nll(p, counts) + aux.shift(p, centres)
+
+
+def _global_row(gen_x, index, key, model, base, aux, *, names, lo, hi, max_iter, edm_tol, parts):
+    """Draw toy ``index`` at ``gen_x`` and fit every parameter in ``names`` inside its bounds."""
+    p = dict(base)
+    for i, n in enumerate(names):
+        p[n] = gen_x[i]
+    counts, centres = _draw(jax.random.fold_in(key, index), model, p, aux, parts)
+    f = functools.partial(_objective, names=names, fixed_names=())
+    r = minimize_bounded(f, gen_x, (jnp.zeros(0, gen_x.dtype), model, base, counts, aux, centres), lo, hi,
+                         max_iter=max_iter, edm_tol=edm_tol)
+    return r.fun, r.x, r.converged
+
+
+def _cond_row(gen_x, test_poi, index, key, model, base, aux, *, names, poi, lo, hi, max_iter, edm_tol, parts):
+    """Draw the same toy and fit the nuisances with the parameters of interest at ``test_poi``."""
+    k = len(poi)
+    nuis = names[k:]
+    p = dict(base)
+    for i, n in enumerate(names):
+        p[n] = gen_x[i]
+    counts, centres = _draw(jax.random.fold_in(key, index), model, p, aux, parts)
+    args = (test_poi, model, base, counts, aux, centres)
+    if not nuis:
+        fc = _objective(jnp.zeros(0, gen_x.dtype), args, names=(), fixed_names=poi)
+        return fc, jnp.zeros(0, gen_x.dtype), jnp.isfinite(fc)
+    f = functools.partial(_objective, names=nuis, fixed_names=poi)
+    r = minimize_bounded(f, gen_x[k:], args, lo[k:], hi[k:], max_iter=max_iter, edm_tol=edm_tol)
+    return r.fun, r.x, r.converged
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_toy_fits(names: tuple, poi: tuple, lo: tuple, hi: tuple, max_iter: int, edm_tol: float, parts: int):
+    """The two jitted kernels over rows (global and conditional fits), cached per structure (a
+    second run does not recompile). They are separate programs: XLA:CPU can deadlock on one
+    program that runs two batched Newton loops (eigh and Cholesky in each; docs/inference.md,
+    "Known issue"), and the toy is cheap to draw twice from its key."""
+    opts = dict(names=names, lo=lo, hi=hi, max_iter=max_iter, edm_tol=edm_tol, parts=parts)
+    glob = jax.jit(jax.vmap(functools.partial(_global_row, **opts), in_axes=(0, 0, None, None, None, None)))
+    cond = jax.jit(jax.vmap(functools.partial(_cond_row, poi=poi, **opts), in_axes=(0, 0, 0, None, None, None, None)))
+    return glob, cond
+
+
+def toy_fits(model, base: dict, aux: AuxMeasurements, key, gen_x, test_poi, index, *, names: tuple, poi: tuple,
+             lower, upper, max_iter: int = 100, edm_tol: float = 1e-8, one_sided: bool = False, parts: int = 1) -> dict:
+    """Fit a batch of toys (module docstring): rows of ``gen_x`` (n, len(names)) generating
+    points in the order of ``names`` (the parameters of interest ``poi`` first), ``test_poi``
+    (n, len(poi)) the tested values, ``index`` (n,) toy indices. Returns arrays of
+    :data:`TOY_FIT_KEYS`: ``t`` = −2 ln λ (conditional minus global minimum, ≥ 0: the conditional
+    minimum is a feasible point of the global fit, so the global minimum is the lower of the two;
+    with ``one_sided``, 0 where every fitted POI exceeds its tested value: q̃ of Cowan et al. 2011,
+    Eq. 16), both minima, the global fit's POI values, the conditional fit's nuisances and the two
+    fits' KKT flags. ``parts``: see :func:`draw_parts`. No checks: callers check once, eagerly."""
+    glob, cond = compiled_toy_fits(tuple(names), tuple(poi), tuple(float(v) for v in lower),
+                                   tuple(float(v) for v in upper), int(max_iter), float(edm_tol), int(parts))
+    f_glob, x_glob, conv_g = glob(gen_x, index, key, model, base, aux)
+    f_cond, nuis_hat, conv_c = cond(gen_x, test_poi, index, key, model, base, aux)
+    t = jnp.maximum(f_cond - jnp.minimum(f_glob, f_cond), 0.0)
+    poi_hat = x_glob[:, :len(poi)]
+    if one_sided:
+        t = jnp.where(jnp.all(poi_hat <= test_poi, axis=1), t, 0.0)
+    return dict(t=t, f_global=f_glob, f_cond=f_cond, poi_hat=poi_hat, nuis_hat=nuis_hat, conv_global=conv_g,
+                conv_cond=conv_c)

@@ -1,0 +1,265 @@
+"""Neyman constructions from toys: Feldman–Cousins against the textbook Gaussian case, CLs
+against its closed form, coverage, the same numbers on 1 and 4 devices, resume after a kill,
+two processes merged. Small models (tests/limits_models.py) so that each compiles in seconds."""
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from nuejax.errors import InputError, ParameterError
+from nuejax.inference import (CLsResult, CoverageResult, FeldmanCousinsResult, cls_upper_limit, coverage,
+                              feldman_cousins, load_run, merge_runs)
+from nuejax.inference.runner import RunStore
+from nuejax.inference.toys import aux_measurements, toy
+from nuejax.model.constraints import HalfGaussianConstraint
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fc_reference import FC_TABLE_90, fc_critical_value, fc_statistic  # noqa: E402
+from limits_models import CountingModel, gaussian_counts, gaussian_model  # noqa: E402
+import limits_run  # noqa: E402
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def gauss_fc():
+    """x0 = 1.7 (table: [0.38, 3.34]) with grid points bracketing both ends."""
+    m = gaussian_model()
+    grid = np.array([0.0, 0.3, 0.4, 3.3, 3.4])
+    return m, feldman_cousins(m, gaussian_counts(m, 1.7), "mu", grid, 20000, key=3)
+
+
+def test_fc_gaussian_critical_values_match_closed_form(gauss_fc):
+    _, r = gauss_fc
+    assert np.all(r.n_valid == r.n_toys)
+    exact = np.array([fc_critical_value(x) for x in r.axes[0]])
+    pull = (r.t_crit - exact) / r.t_crit_err
+    assert np.all(np.abs(pull) < 3.5), pull
+    # the observed statistic is the closed form (x0 - mu)^2 - (x0 - max(0, x0))^2, up to the Poisson
+    # count's departure from a Gaussian of fixed width (relative 1e-3 per sigma of mu)
+    np.testing.assert_allclose(r.t_obs, [fc_statistic(1.7, x) for x in r.axes[0]], rtol=5e-3, atol=1e-6)
+
+
+def test_fc_gaussian_interval_matches_table(gauss_fc):
+    _, r = gauss_fc
+    lo, hi = r.interval
+    tab = FC_TABLE_90[1.7]
+    # tolerance: the table's rounding (0.005) plus 3 sigma of the toys, propagated through the slope of t_obs - t_c
+    slope = np.abs(np.gradient(r.t_obs - r.t_crit, r.axes[0]))
+    for end, ref, k in ((lo, tab[0], 1), (hi, tab[1], 3)):
+        tol = 0.005 + 3 * r.t_crit_err[k] / slope[k]
+        assert abs(end - ref) < tol, (end, ref, tol)
+    assert r.regions == [(lo, hi)]
+
+
+@pytest.mark.slow
+def test_fc_gaussian_table_to_its_precision():
+    """Every sourced row of Feldman & Cousins' Table X with 1e5 toys per grid point."""
+    m = gaussian_model()
+    ends = sorted({e for row in FC_TABLE_90.values() for e in row if e > 0})
+    grid = np.unique(np.concatenate([[0.0], np.floor(np.array(ends) * 10) / 10, np.ceil(np.array(ends) * 10) / 10]))
+    r = feldman_cousins(m, gaussian_counts(m, 1.7), "mu", grid, 100_000, key=5)
+    worst = 0.0
+    for x0, (tlo, thi) in FC_TABLE_90.items():
+        t_obs = np.array([fc_statistic(x0, x) for x in grid])
+        lo, hi = dataclasses.replace(r, t_obs=t_obs).interval
+        worst = max(worst, abs(lo - tlo), abs(hi - thi))
+        assert abs(lo - tlo) < 0.012 and abs(hi - thi) < 0.012, (x0, lo, hi, tlo, thi)
+    print(f"largest deviation from Table X: {worst:.4f}")
+
+
+def test_cls_asymptotic_and_toys_match_gaussian_closed_form():
+    # x0 = 0: q~ = q_A = mu^2, CLs = 2 (1 - Phi(mu)) = 0.1 at mu = Phi^-1(0.95)
+    m = gaussian_model()
+    data = gaussian_counts(m, 0.0)
+    values = np.linspace(0.1, 3.0, 30)
+    a = cls_upper_limit(m, data, "mu", values, cl=0.9)
+    assert a.method == "asymptotic"
+    assert a.limit == pytest.approx(norm.ppf(0.95), abs=2e-3)
+    assert a.expected["0"] == pytest.approx(norm.ppf(0.95), abs=2e-3)
+    assert a.expected["-1"] < a.expected["0"] < a.expected["1"]
+    t = cls_upper_limit(m, data, "mu", np.linspace(1.2, 2.2, 6), cl=0.9, n_toys=2000, key=2)
+    assert t.method == "toys" and t.n_toys == 2000
+    assert t.limit == pytest.approx(norm.ppf(0.95), abs=0.08)
+    back = CLsResult.from_dict(json.loads(json.dumps(t.to_dict(), allow_nan=False)))
+    assert back.limit == t.limit and np.allclose(back.cls, t.cls, equal_nan=True)
+    with pytest.raises(ParameterError, match="> 0"):
+        cls_upper_limit(m, data, "mu", [0.0, 1.0])
+
+
+@pytest.fixture(scope="module")
+def mu_model():
+    """A mu_nu-like signal (grows as mu^2) on 10 bins with a Gaussian-constrained background norm."""
+    return CountingModel.create(np.full(10, 100.0), np.linspace(1.0, 10.0, 10), poi="mu_nu", power=2, sigma_b=0.05)
+
+
+def test_coverage_at_the_boundary(mu_model):
+    c = coverage(mu_model, {"mu_nu": 0.0}, "mu_nu", 1500, key=4)
+    assert c.n_valid == 1500
+    assert abs(c.fraction - 0.9) < 2 * c.error, c
+    back = CoverageResult.from_dict(json.loads(json.dumps(c.to_dict(), allow_nan=False)))
+    assert back.fraction == c.fraction
+
+
+def test_coverage_away_from_zero(mu_model):
+    c = coverage(mu_model, {"mu_nu": 1.5}, "mu_nu", 1500, key=5)
+    assert c.n_valid == 1500
+    assert abs(c.fraction - 0.9) < 2 * c.error, c
+
+
+@pytest.mark.slow
+def test_coverage_profile_construction_away_from_zero(mu_model):
+    c = coverage(mu_model, {"mu_nu": 1.5}, "mu_nu", 1000, key=5, inner_toys=200)
+    assert c.inner_toys == 200 and c.n_valid == 1000
+    assert abs(c.fraction - 0.9) < 2 * c.error, c
+
+
+def test_aux_measurements_are_resampled(mu_model):
+    aux = aux_measurements(mu_model, ("mu_nu", "norm_b"))
+    assert aux.gauss_names == (("norm_b",),)
+    key = jax.random.PRNGKey(0)
+    centres = np.array([toy(mu_model, {"mu_nu": 0.5}, key, i, aux)[1][0] for i in range(400)])
+    assert abs(centres.mean() - 1.0) < 4 * 0.05 / 20 and abs(centres.std() - 0.05) < 0.01
+    # same (key, index): same toy
+    a, b = toy(mu_model, {"mu_nu": 0.5}, key, 7, aux), toy(mu_model, {"mu_nu": 0.5}, key, 7, aux)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert aux_measurements(mu_model, ("mu_nu", "norm_b"), resample_aux=False).size == 0
+
+
+def test_unresamplable_constraint_is_refused(mu_model):
+    @dataclasses.dataclass(frozen=True)
+    class WithTerm:
+        inner: object
+        constraints: tuple
+
+        def __getattr__(self, k):
+            return getattr(self.inner, k)
+
+    m = WithTerm(mu_model, (HalfGaussianConstraint.create("norm_b", 1.2, 0.1),))
+    with pytest.raises(InputError, match="HalfGaussianConstraint.*resample_aux=False"):
+        aux_measurements(m, ("norm_b",))
+
+
+def test_fc_input_errors(mu_model, tmp_path):
+    data = np.asarray(mu_model.expected({"mu_nu": 0.0, "norm_b": 1.0}))
+    with pytest.raises(ParameterError, match="mu_nv"):
+        feldman_cousins(mu_model, data, "mu_nv", [0.0, 1.0], 10)
+    with pytest.raises(InputError, match="n_toys"):
+        feldman_cousins(mu_model, data, "mu_nu", [0.0, 1.0], 0)
+    with pytest.raises(ParameterError, match="increasing"):
+        feldman_cousins(mu_model, data, "mu_nu", [1.0, 0.0], 10)
+    with pytest.raises(InputError, match="shard"):
+        feldman_cousins(mu_model, data, "mu_nu", [0.0, 1.0], 8, shard="2/2")
+    RunStore(tmp_path / "run", {"n_toys": 8}, resume=False).setup(lambda: {"a": np.zeros(2)})
+    with pytest.raises(InputError, match="resume"):
+        RunStore(tmp_path / "run", {"n_toys": 8}, resume=False)
+    with pytest.raises(InputError, match="n_toys differ"):
+        RunStore(tmp_path / "run", {"n_toys": 9}, resume=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a nuejax run folder"):
+        RunStore(tmp_path / "other", {"n_toys": 8}, resume=True)
+
+
+@pytest.mark.slow
+def test_fc_2d_and_json_round_trip(tmp_path):
+    m = CountingModel.create(np.full(8, 100.0), np.linspace(1.0, 8.0, 8), poi="mu", sigma_b=0.0, poi_range=(-5, 5))
+    m = m.__class__(m.b, m.s, m.parameters, 1)
+    # a second parameter of interest: the background normalisation, released
+    m = dataclasses.replace(m, parameters=m.parameters.release("norm_b"))
+    data = np.asarray(m.expected({"mu": 1.0, "norm_b": 1.0})).round()
+    r = feldman_cousins(m, data, ("mu", "norm_b"), (np.linspace(0.0, 2.0, 5), np.linspace(0.9, 1.1, 4)), 200, key=1)
+    assert r.accepted_grid.shape == (5, 4)
+    assert r.accepted_grid.any() and not r.accepted_grid.all()
+    path = r.save(tmp_path / "fc2d.json")
+    back = FeldmanCousinsResult.load(path)
+    assert np.array_equal(back.accepted, r.accepted) and np.allclose(back.t_crit, r.t_crit)
+
+
+def _run_script(args, env=None, **kw):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.Popen([sys.executable, str(HERE / "limits_run.py"), *args], env=e, **kw)
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    """The uninterrupted run on this process's one device, stored (its chunks are compared too)."""
+    out = tmp_path_factory.mktemp("reference") / "run"
+    return limits_run.run(out), out
+
+
+def _chunks(folder):
+    return sorted((folder / "chunks").glob("chunk_*.npz"))
+
+
+def test_four_devices_and_two_processes_merge(reference_run, tmp_path):
+    """Two processes, one on 4 (forced host) devices and one on 1, each take half the chunks;
+    every chunk of the 4-device process equals the 1-device reference's, and the merged run is
+    the reference run."""
+    ref, ref_dir = reference_run
+    a, b, info = tmp_path / "a", tmp_path / "b", tmp_path / "a.json"
+    procs = [_run_script([str(a), "--shard", "0/2", "--json", str(info)],
+                         env={"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}),
+             _run_script([str(b), "--shard", "1/2"])]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    d = json.loads(info.read_text())
+    assert d["devices"] == 4 and d["result"] is None  # a slice alone has no result
+    assert len(jax.devices()) == 1
+    assert len(_chunks(a)) == 3 and len(_chunks(b)) == 3
+    for f in _chunks(a):
+        with np.load(f) as got, np.load(ref_dir / "chunks" / f.name) as want:
+            for k in want.files:
+                np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-12, err_msg=f"{f.name}: {k}")
+    with pytest.raises(InputError, match="missing"):
+        load_run(a)
+    r = load_run(merge_runs([a, b], tmp_path / "merged"))
+    np.testing.assert_allclose(r.t_crit, ref.t_crit, rtol=1e-12)
+    np.testing.assert_array_equal(r.accepted, ref.accepted)
+    np.testing.assert_allclose(np.asarray(r.regions), np.asarray(ref.regions), rtol=1e-12)
+
+
+def test_resume_after_kill_gives_the_uninterrupted_result(reference_run, tmp_path):
+    ref, _ = reference_run
+    out = tmp_path / "run"
+    # 384 rows in 6 chunks of 64, with a pause after each: kill once two are on disk
+    p = _run_script([str(out), "--resume"], env={"LIMITS_RUN_CHUNK_PAUSE": "2"}, stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    while time.time() - t0 < 240 and p.poll() is None:
+        if (out / "chunks").exists() and len(_chunks(out)) >= 2:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    n_before = len(_chunks(out))
+    assert 2 <= n_before < 6, f"kill came too late or too early: {n_before} chunks on disk"
+    stamps = {f.name: f.stat().st_mtime_ns for f in _chunks(out)}
+    resumed = limits_run.run(out, resume=True)
+    assert all((out / "chunks" / n).stat().st_mtime_ns == s for n, s in stamps.items())  # not recomputed
+    assert len(_chunks(out)) == 6
+    np.testing.assert_array_equal(resumed.t_crit, ref.t_crit)
+    np.testing.assert_array_equal(resumed.p_values, ref.p_values)
+    np.testing.assert_array_equal(load_run(out).t_crit, ref.t_crit)
+
+
+def test_poisson_draw_is_poisson_at_large_means():
+    """jax.random.poisson's variance is off at large means (benchmarks/poisson_sampler.py); the
+    split draws are not: variance/mean within 4 standard errors of 1, mean within 4 too."""
+    from nuejax.model.likelihood import POISSON_PART_MAX, poisson_draw, poisson_parts
+
+    n = 50_000
+    for lam in (6.5e5,):  # jax.random.poisson: variance/mean 0.945 here
+        parts = poisson_parts(lam)
+        assert lam / parts <= POISSON_PART_MAX
+        x = np.asarray(poisson_draw(jax.random.PRNGKey(2), np.full(n, lam), parts=parts))
+        assert abs(x.var() / lam - 1) < 4 * np.sqrt(2 / n), x.var() / lam
+        assert abs(x.mean() - lam) < 4 * np.sqrt(lam / n)
