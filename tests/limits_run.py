@@ -24,13 +24,14 @@ N_TOYS = 96
 
 
 def problem():
-    # the shape of test_limits.mu_model: in-process runs share its compiled kernels
+    # the shape of test_limits.mu_model, in launches of 128 rows (coverage's on the CPU): in-process
+    # runs share its compiled kernels
     m = CountingModel.create(np.full(10, 100.0), np.linspace(1.0, 10.0, 10), poi="mu_nu", power=2, sigma_b=0.05)
     data = np.asarray(m.expected({"mu_nu": 0.7, "norm_b": 1.0})).round()
     return m, data
 
 
-def run(out=None, shard=None, chunk=64, resume=False, progress=False):
+def run(out=None, shard=None, chunk=128, resume=False, progress=False):
     from nuejax.inference import feldman_cousins
 
     m, data = problem()
@@ -42,7 +43,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?")
     ap.add_argument("--shard")
-    ap.add_argument("--chunk", type=int, default=64)
+    ap.add_argument("--chunk", type=int, default=128)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()

@@ -150,6 +150,7 @@ def test_interval_from_profile_on_a_parabola():
     assert interval_from_profile(x, x**2, 100.0) == (None, None)
 
 
+@pytest.mark.slow  # the default run's demo test makes the same checks on both injections
 @pytest.mark.parametrize("case", ["nsi", "mm"])
 def test_injection_recovery(full_model, case):
     r = injection_recovery(full_model, case)

@@ -207,8 +207,9 @@ def default_chunk(n_par: int) -> int:
 
 
 def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> dict:
-    """Run ``kernel`` on the rows, split over the mesh's devices, in launches of at most
-    ``per_launch`` rows per device (padded with copies of the first row, dropped after)."""
+    """Run ``kernel`` on the rows, split over the mesh's devices, in launches of exactly
+    ``per_launch`` rows per device (the last padded with copies of its first row, dropped after:
+    one compiled shape per run)."""
     n = len(next(iter(rows.values())))
     n_dev = mesh.devices.size
     step = per_launch * n_dev
@@ -217,7 +218,7 @@ def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> dict:
     for a in range(0, n, step):
         part = {k: v[a:a + step] for k, v in rows.items()}
         m = len(next(iter(part.values())))
-        pad = (-m) % n_dev
+        pad = step - m
         if pad:
             part = {k: np.concatenate([v, np.repeat(v[:1], pad, axis=0)]) for k, v in part.items()}
         part = {k: jax.device_put(jnp.asarray(v), sharding) for k, v in part.items()}
@@ -244,7 +245,7 @@ def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: R
         got = store.load_chunk(k) if store is not None else None
         if got is None and k % n_shard == i_shard:
             part = {name: v[k * chunk:k * chunk + rows_k] for name, v in rows.items()}
-            got = _launch(kernel, part, mesh, min(per, -(-rows_k // devices.size)))
+            got = _launch(kernel, part, mesh, min(per, -(-chunk // devices.size)))
             if store is not None:
                 store.save_chunk(k, got)
             if progress is not None:
