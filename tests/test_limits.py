@@ -73,6 +73,7 @@ def test_fc_gaussian_table_to_its_precision():
         t_obs = np.array([fc_statistic(x0, x) for x in grid])
         lo, hi = dataclasses.replace(r, t_obs=t_obs).interval
         worst = max(worst, abs(lo - tlo), abs(hi - thi))
+        print(f"x0 = {x0:+.1f}: [{lo:.4f}, {hi:.4f}]  Table X [{tlo:.2f}, {thi:.2f}]")
         assert abs(lo - tlo) < 0.012 and abs(hi - thi) < 0.012, (x0, lo, hi, tlo, thi)
     print(f"largest deviation from Table X: {worst:.4f}")
 
@@ -104,6 +105,7 @@ def mu_model():
 
 def test_coverage_at_the_boundary(mu_model):
     c = coverage(mu_model, {"mu_nu": 0.0}, "mu_nu", 1500, key=4)
+    print(c)
     assert c.n_valid == 1500
     assert abs(c.fraction - 0.9) < 2 * c.error, c
     back = CoverageResult.from_dict(json.loads(json.dumps(c.to_dict(), allow_nan=False)))
@@ -112,6 +114,7 @@ def test_coverage_at_the_boundary(mu_model):
 
 def test_coverage_away_from_zero(mu_model):
     c = coverage(mu_model, {"mu_nu": 1.5}, "mu_nu", 1500, key=5)
+    print(c)
     assert c.n_valid == 1500
     assert abs(c.fraction - 0.9) < 2 * c.error, c
 
@@ -119,6 +122,7 @@ def test_coverage_away_from_zero(mu_model):
 @pytest.mark.slow
 def test_coverage_profile_construction_away_from_zero(mu_model):
     c = coverage(mu_model, {"mu_nu": 1.5}, "mu_nu", 1000, key=5, inner_toys=200)
+    print(c)
     assert c.inner_toys == 200 and c.n_valid == 1000
     assert abs(c.fraction - 0.9) < 2 * c.error, c
 
@@ -263,3 +267,36 @@ def test_poisson_draw_is_poisson_at_large_means():
         x = np.asarray(poisson_draw(jax.random.PRNGKey(2), np.full(n, lam), parts=parts))
         assert abs(x.var() / lam - 1) < 4 * np.sqrt(2 / n), x.var() / lam
         assert abs(x.mean() - lam) < 4 * np.sqrt(lam / n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("truth", [0.0, 2.0])
+def test_coverage_of_mu_nu_on_the_borexino_like_model(small_model, truth):
+    """The μ_ν interval of the (small) default model's fast path, flux constraints resampled."""
+    from nuejax.model.fast import fast_model
+
+    fm = fast_model(small_model.with_parameters(small_model.parameters.release("mu_nu")))
+    c = coverage(fm, {"mu_nu": truth}, "mu_nu", 600, key=7)
+    print(c)
+    assert c.n_valid >= 590
+    assert abs(c.fraction - 0.9) < 2 * c.error, c
+
+
+def test_results_plot_themselves(gauss_fc, tmp_path):
+    import matplotlib
+
+    _, r = gauss_fc
+    assert r.plot(path=tmp_path / "fc.png") is not None and (tmp_path / "fc.png").stat().st_size > 0
+    covs = [CoverageResult(("mu_nu",), {"mu_nu": v}, 100, 100, 90, 0.9, 0.03, 0.9, 0, np.array([2.7]))
+            for v in (0.0, 1.0)]
+    from nuejax.plotting import plot_coverage
+
+    ax = plot_coverage(covs)
+    assert len(ax.lines) >= 1
+    matplotlib.pyplot.close("all")
+    two_d = dataclasses.replace(r, poi=("mu", "norm_b"), axes=(r.axes[0], np.array([0.9, 1.1])),
+                                points=np.array([[a, b] for a in r.axes[0] for b in (0.9, 1.1)]),
+                                t_obs=np.repeat(r.t_obs, 2), t_crit=np.repeat(r.t_crit, 2),
+                                accepted=np.repeat(r.accepted, 2), best_fit=(1.7, 1.0))
+    two_d.plot(path=tmp_path / "fc2.png")
+    assert (tmp_path / "fc2.png").stat().st_size > 0

@@ -559,7 +559,9 @@ class CoverageResult(_Saveable):
     """Coverage of the Feldman–Cousins construction at ``truth``: of ``n_valid`` toys drawn there,
     ``n_covered`` have an interval (region) that contains the true value of ``poi``: their
     statistic at the truth is at most the critical value there. ``fraction`` ± ``error``
-    (binomial, sqrt(f(1−f)/n)). ``inner_toys`` > 0: each toy's critical value from that many toys
+    (binomial, sqrt(f(1−f)/n); with ``inner_toys`` = 0 plus, in quadrature, the scatter
+    sqrt(CL(1−CL)/n) of the probability content of the one critical value estimated from n other
+    toys). ``inner_toys`` > 0: each toy's critical value from that many toys
     drawn at the truth with the nuisances fitted to that toy (the profile construction, as
     :func:`feldman_cousins` does on data); 0: one critical value from toys at the true nuisances
     (the exact Neyman construction)."""
@@ -647,6 +649,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
                     np.arange(n_toys, dtype=np.uint32), key_inner, "critical value")
         good = inner["conv_global"] & inner["conv_cond"]
         t_crit = np.full(n_toys, _quantile_with_error(inner["t"][good], cl)[0])
+        n_crit = int(good.sum())
     else:
         nuis_hat = _conditional_nuisances(pr, outer, x_true, max_iter)
         gen = np.repeat(np.concatenate([np.repeat(poi_true[None], n_toys, 0), nuis_hat], axis=1), inner_toys, 0)
@@ -658,7 +661,12 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
     covered = ok & (outer["t"] <= t_crit)
     n_valid = int(ok.sum())
     f = float(covered.sum() / n_valid) if n_valid else float("nan")
-    err = float(np.sqrt(f * (1 - f) / n_valid)) if n_valid else float("nan")
+    var = f * (1 - f) / n_valid if n_valid else float("nan")
+    if inner_toys == 0 and n_valid:
+        # the one critical value is itself estimated from n_crit toys: the probability content of
+        # its estimate scatters by sqrt(cl(1-cl)/n_crit), which every covered/not-covered count shares
+        var += cl * (1 - cl) / max(n_crit, 1)
+    err = float(np.sqrt(var))
     return CoverageResult(pr.poi, {k: float(v) for k, v in truth.items() if np.ndim(v) == 0}, n_toys, n_valid,
                           int(covered.sum()), f, err, float(cl), int(inner_toys), t_crit, time.perf_counter() - t0)
 
