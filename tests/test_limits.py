@@ -300,3 +300,33 @@ def test_results_plot_themselves(gauss_fc, tmp_path):
                                 accepted=np.repeat(r.accepted, 2), best_fit=(1.7, 1.0))
     two_d.plot(path=tmp_path / "fc2.png")
     assert (tmp_path / "fc2.png").stat().st_size > 0
+
+
+def test_limits_data_file_is_checked(tmp_path):
+    from nuejax.analyses.limits import read_counts
+    from nuejax.errors import DataError
+
+    (tmp_path / "ok.txt").write_text("# counts\n1 2 3\n4\n")
+    assert read_counts(tmp_path / "ok.txt", 4).tolist() == [1, 2, 3, 4]
+    np.save(tmp_path / "ok.npy", np.array([5.0, 6.0]))
+    assert read_counts(tmp_path / "ok.npy", 2).tolist() == [5, 6]
+    with pytest.raises(DataError, match="ok.txt.*4 bins.*5"):
+        read_counts(tmp_path / "ok.txt", 5)
+    (tmp_path / "neg.csv").write_text("1,-2,3")
+    with pytest.raises(DataError, match="neg.csv"):
+        read_counts(tmp_path / "neg.csv", 3)
+    with pytest.raises(DataError, match="no such file"):
+        read_counts(tmp_path / "missing.txt", 3)
+
+
+@pytest.mark.slow
+def test_nuejax_limits_end_to_end(tmp_path, capsys):
+    from nuejax.cli import main
+
+    assert main(["limits", "--n-T", "50", "--toys", "20", "--grid", "3", "--json", "--no-plots",
+                 "--out", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["complete"] and out["toys_valid_fraction"] > 0.95
+    lo, hi = out["mu_nu_fc_interval_90"]
+    assert lo == 0.0 and hi > 0
+    assert (tmp_path / "fc_mu_nu" / "manifest.json").exists() and (tmp_path / "summary.json").exists()

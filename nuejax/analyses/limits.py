@@ -38,8 +38,11 @@ def read_counts(path, n_obs: int) -> np.ndarray:
     if not path.exists():
         raise DataError(f"{path}: no such file")
     try:
-        n = np.load(path) if path.suffix == ".npy" else np.loadtxt(path, delimiter="," if path.suffix == ".csv" else None,
-                                                                  ndmin=1)
+        if path.suffix == ".npy":
+            n = np.load(path)
+        else:
+            tokens = [t for line in path.read_text().splitlines() for t in line.split("#")[0].replace(",", " ").split()]
+            n = np.array([float(t) for t in tokens])
     except (ValueError, OSError) as err:
         raise DataError(f"{path}: cannot be read as counts: {err}") from err
     return np.asarray(check_data(np.ravel(n), n_obs, name=str(path)), dtype=float)

@@ -42,9 +42,9 @@ import numpy as np
 
 from ..errors import InputError, ParameterError
 from .fitting import EDM_TOL, compiled_solver, newton_fit, setup
-from .results import _Saveable, versions
+from .results import Saveable, versions
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
-from .scan import _grid_values
+from .scan import batched_solve, grid_values
 from .toys import aux_measurements, draw_parts, toy_fits
 
 __all__ = ["FeldmanCousinsResult", "CLsResult", "CoverageResult", "feldman_cousins", "cls_upper_limit", "coverage",
@@ -138,7 +138,8 @@ def _observed(pr: _Problem, points: np.ndarray, *, max_iter: int, one_sided: boo
     start = jnp.clip(jnp.asarray([g.values[n] for n in pr.nuis]), jnp.asarray(s.lower), jnp.asarray(s.upper))
     if pr.nuis:
         solve = compiled_solver(pr.nuis, pr.poi, s.lower, s.upper, int(max_iter), EDM_TOL, "fixed")
-        res = solve(jnp.asarray(points), s.model, s.base, s.data, start)
+        # in launches that respect the XLA:CPU limit (a 21 x 21 grid with 13 nuisances is one too many)
+        res = batched_solve(solve, jnp.asarray(points), s, start, None, None, "")
         f_cond, nuis_hat, conv = np.asarray(res.fun), np.asarray(res.x), np.asarray(res.converged)
     else:
         def one(v):
@@ -201,7 +202,7 @@ def _base_config(kind, pr: _Problem, key, n_toys, resample_aux, max_iter, extra)
 
 # -- Feldman–Cousins ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class FeldmanCousinsResult(_Saveable):
+class FeldmanCousinsResult(Saveable):
     """A Feldman–Cousins construction on a grid (module docstring) in one or two parameters.
 
     Per grid point (``points``, shape (G, k); a 2-D grid is x-major: ``points.reshape(nx, ny, 2)``):
@@ -293,11 +294,11 @@ def _num(v):
 
 def _grid_points(ps, poi, grid):
     if len(poi) == 1:
-        axes = (_grid_values(ps, poi[0], grid),)
+        axes = (grid_values(ps, poi[0], grid),)
         return axes, axes[0][:, None]
     if not (isinstance(grid, (tuple, list)) and len(grid) == 2):
         raise ParameterError(f"a 2-D construction takes grid=(values of {poi[0]}, values of {poi[1]})")
-    axes = (_grid_values(ps, poi[0], grid[0]), _grid_values(ps, poi[1], grid[1]))
+    axes = (grid_values(ps, poi[0], grid[0]), grid_values(ps, poi[1], grid[1]))
     return axes, np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 2)
 
 
@@ -376,7 +377,7 @@ def _check_cl(cl):
 
 # -- CLs ---------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class CLsResult(_Saveable):
+class CLsResult(Saveable):
     """CLs upper limit on ``name`` (module docstring): per tested value ``values``, the observed
     q̃ (``q_obs``), ``clsb`` = p_{s+b}, ``clb`` = 1 − p_b and ``cls``; ``limit`` where CLs falls to
     1 − CL (log-linear interpolation; ``None`` if it does not inside the grid); ``expected``:
@@ -477,7 +478,7 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
     if ps[name].lower != 0.0:
         raise ParameterError(f"cls_upper_limit: {name} must have lower bound 0 (the background-only hypothesis), "
                              f"has {ps[name].lower}")
-    v = _grid_values(ps, name, values)
+    v = grid_values(ps, name, values)
     if v[0] <= 0:
         raise ParameterError(f"cls_upper_limit: test values of {name} must be > 0 (0 is the background-only point)")
     points = np.concatenate([[0.0], v])[:, None]
@@ -555,7 +556,7 @@ def _cls_assemble(config, st, res, seconds) -> CLsResult:
 
 # -- coverage ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class CoverageResult(_Saveable):
+class CoverageResult(Saveable):
     """Coverage of the Feldman–Cousins construction at ``truth``: of ``n_valid`` toys drawn there,
     ``n_covered`` have an interval (region) that contains the true value of ``poi``: their
     statistic at the truth is at most the critical value there. ``fraction`` ± ``error``

@@ -81,7 +81,7 @@ def _num(v):
     return float("nan") if v is None else float(v)
 
 
-class _Saveable:
+class Saveable:
     """``save(path)`` / ``load(path)`` through ``to_dict`` / ``from_dict`` as strict JSON."""
 
     def save(self, path) -> Path:
@@ -108,7 +108,7 @@ def load_result(path):
 
 
 @dataclass
-class FitResult(_Saveable):
+class FitResult(Saveable):
     """Result of a fit: best-fit values, errors and covariance of the fitted parameters.
 
     * ``errors[name]``: symmetric error from the covariance 2 H⁻¹ (H: autodiff Hessian of
@@ -327,7 +327,7 @@ def regions_from_profile(x, dchi2, level) -> list:
 
 
 @dataclass
-class ScanResult(_Saveable):
+class ScanResult(Saveable):
     """A 1-D profile-likelihood scan of ``name``: -2 ln L minimised over ``profiled`` at every
     point (``converged``: the KKT test of each point's fit). ``bounds`` are the parameter's bounds
     (``None`` for an infinite side)."""
@@ -429,7 +429,7 @@ def _unarr(a):
 
 
 @dataclass
-class Scan2DResult(_Saveable):
+class Scan2DResult(Saveable):
     """A 2-D profile-likelihood scan on the grid ``values_x`` × ``values_y`` (``nll[ix, iy]``);
     contours at χ²₂(cl) (4.605 at 90 % CL, Wilks)."""
 

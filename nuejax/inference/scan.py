@@ -24,7 +24,7 @@ from .results import FitResult, Scan2DResult, ScanResult
 __all__ = ["profile_scan", "profile_scan_2d"]
 
 
-def _grid_values(ps, name, values) -> np.ndarray:
+def grid_values(ps, name, values) -> np.ndarray:
     """Scan values of ``name``: a non-empty 1-D array of finite numbers inside its bounds."""
     try:
         v = np.asarray(values, dtype=float)
@@ -62,7 +62,7 @@ def _global(model, data, init, names, global_fit):
     return global_fit
 
 
-def _batched(solve, grid, s, x0, chunk, progress, label):
+def batched_solve(solve, grid, s, x0, chunk, progress, label):
     """Run the batched ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per chunk)."""
     n = grid.shape[0]
     chunk = launch_size(n, chunk, int(np.shape(x0)[-1]) if np.ndim(x0) else 1)
@@ -92,11 +92,11 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
     t0 = time.perf_counter()
     s = setup(model, data, names=profile, fixed_names=(name,), init=init)
     ps = s.model.parameters
-    values = _grid_values(ps, name, values)
+    values = grid_values(ps, name, values)
     g = _global(s.model, data, init, (name, *s.names), global_fit)
     start = jnp.clip(jnp.asarray([float(g.params[n]) for n in s.names]), jnp.asarray(s.lower), jnp.asarray(s.upper))
     solve = compiled_solver(s.names, (name,), s.lower, s.upper, int(n_iter), EDM_TOL, "fixed")
-    res = _batched(solve, jnp.asarray(values)[:, None], s, start, chunk, progress, f"scan {name}")
+    res = batched_solve(solve, jnp.asarray(values)[:, None], s, start, chunk, progress, f"scan {name}")
     nll = np.asarray(res.fun)
     nll_min = min(float(g.fval), float(nll.min()))
     return ScanResult(name, values, nll, nll_min, float(g.params[name]), s.names, np.asarray(res.x),
@@ -113,12 +113,12 @@ def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=No
         raise ParameterError(f"profile_scan_2d scans two different parameters, got {names!r}")
     s = setup(model, data, names=profile, fixed_names=names, init=init)
     ps = s.model.parameters
-    vx, vy = _grid_values(ps, names[0], values_x), _grid_values(ps, names[1], values_y)
+    vx, vy = grid_values(ps, names[0], values_x), grid_values(ps, names[1], values_y)
     grid = jnp.asarray(np.stack(np.meshgrid(vx, vy, indexing="ij"), -1).reshape(-1, 2))
     g = _global(s.model, data, init, (*names, *s.names), global_fit)
     start = jnp.clip(jnp.asarray([float(g.params[n]) for n in s.names]), jnp.asarray(s.lower), jnp.asarray(s.upper))
     solve = compiled_solver(s.names, names, s.lower, s.upper, int(n_iter), EDM_TOL, "fixed")
-    res = _batched(solve, grid, s, start, chunk, progress, f"scan {names[0]} x {names[1]}")
+    res = batched_solve(solve, grid, s, start, chunk, progress, f"scan {names[0]} x {names[1]}")
     nll = np.asarray(res.fun).reshape(len(vx), len(vy))
     return Scan2DResult(names, vx, vy, nll, min(float(g.fval), float(nll.min())), s.names,
                         np.asarray(res.converged).reshape(len(vx), len(vy)), time.perf_counter() - t0)

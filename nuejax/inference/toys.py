@@ -229,12 +229,14 @@ def _cond_row(gen_x, x0, test_poi, index, key, model, base, aux, *, names, poi, 
     return r.fun, r.x, r.converged, r.status
 
 
-#: Iterations of the first pass over a batch (:func:`toy_fits`): in a ``vmap``-ped while loop every
-#: row runs as long as the slowest, and toy fits of the default model take 6 iterations on average
-#: but up to 53 (65 536 toys: median 5, 99 % quantile 18), so the rows still running after this many
-#: continue in a second, smaller launch.
-FIRST_PASS_ITER = 10
-
+#: Passes over a batch (:func:`toy_fits`): (iterations, 1 / fraction of the batch per launch;
+#: ``None``: up to ``max_iter``). In a ``vmap``-ped while loop every row runs as long as the slowest,
+#: and toy fits of the default model take 6 iterations on average but up to 53 (65 536 toys:
+#: median 5, 99 % quantile 18), so all rows run 10 iterations and the rows still running continue
+#: in launches of 1/8 of the batch. On one H100: 4.0e4 toy fits/s in one pass, 7.1e4 in these two,
+#: 8.0e4 with a third (20 more iterations, then launches of 1/64), which cost 19 s more compilation
+#: and gained nothing on a 10^6-fit belt (docs/benchmarks.md).
+PASSES = ((10, 1), (None, 8))
 
 @functools.lru_cache(maxsize=None)
 def compiled_toy_fits(names: tuple, poi: tuple, lo: tuple, hi: tuple, max_iter: int, edm_tol: float, parts: int):
@@ -249,35 +251,36 @@ def compiled_toy_fits(names: tuple, poi: tuple, lo: tuple, hi: tuple, max_iter: 
     return glob, cond
 
 
-def _in_two_passes(first, full, rows: tuple, x0, n_fixed: int):
-    """Run ``first`` (few iterations) on every row, then ``full`` from where it stopped on the rows
-    that hit its iteration limit (status 1), in launches of one eighth of the batch (one more
-    compiled shape, however many rows continue). ``rows`` are the per-row inputs before ``x0``
-    (``n_fixed`` of them), the rest are shared. Each row's result depends on that row alone,
-    whatever the batch."""
+def _in_passes(kernels, rows: tuple, x0, n_fixed: int):
+    """Run ``kernels[0]`` on every row, then each next kernel from where the last stopped on the
+    rows that hit its iteration limit (status 1), in launches of the :data:`PASSES` fraction of the
+    batch (one compiled shape per pass, however many rows continue). ``rows`` are the per-row
+    inputs before ``x0`` (``n_fixed`` of them), the rest are shared. Each row's result depends on
+    that row alone, whatever the batch."""
     per_row, shared = rows[:n_fixed], rows[n_fixed:]
-    fun, x, conv, status = first(*per_row[:1], x0, *per_row[1:], *shared)
-    status_np = np.asarray(status)
-    redo = np.nonzero(status_np == 1)[0]
-    if redo.size == 0:
-        return fun, x, conv
+    fun, x, conv, status = kernels[0](*per_row[:1], x0, *per_row[1:], *shared)
     sharding = getattr(x0, "sharding", None)
     named = isinstance(sharding, jax.sharding.NamedSharding)
     n_dev = len(sharding.device_set) if named else 1
-    size = -(-max(len(status_np) // 8, 1) // n_dev) * n_dev
-    fun, x, conv = np.asarray(fun).copy(), np.asarray(x).copy(), np.asarray(conv).copy()
+    n_rows = int(np.shape(x0)[0])
+    fun, x, conv, status = (np.asarray(a).copy() for a in (fun, x, conv, status))
     host = [np.asarray(a) for a in per_row]
-    for a in range(0, redo.size, size):
-        part = redo[a:a + size]
-        take = np.concatenate([part, np.repeat(part[:1], size - part.size)])
+    for kernel, (_, div) in zip(kernels[1:], PASSES[1:]):
+        redo = np.nonzero(status == 1)[0]
+        if redo.size == 0:
+            break
+        size = -(-max(n_rows // div, 1) // n_dev) * n_dev
+        for a in range(0, redo.size, size):
+            part = redo[a:a + size]
+            take = np.concatenate([part, np.repeat(part[:1], size - part.size)])
 
-        def pick(v):
-            v = jnp.asarray(v[take])
-            return jax.device_put(v, sharding) if named else v
+            def pick(v):
+                v = jnp.asarray(v[take])
+                return jax.device_put(v, sharding) if named else v
 
-        f2, x2, c2, _ = full(pick(host[0]), pick(x), *(pick(v) for v in host[1:]), *shared)
-        n = part.size
-        fun[part], x[part], conv[part] = np.asarray(f2)[:n], np.asarray(x2)[:n], np.asarray(c2)[:n]
+            out = kernel(pick(host[0]), pick(x), *(pick(v) for v in host[1:]), *shared)
+            n = part.size
+            fun[part], x[part], conv[part], status[part] = (np.asarray(o)[:n] for o in out)
     return fun, x, conv
 
 
@@ -290,17 +293,17 @@ def toy_fits(model, base: dict, aux: AuxMeasurements, key, gen_x, test_poi, inde
     minimum is a feasible point of the global fit, so the global minimum is the lower of the two;
     with ``one_sided``, 0 where every fitted POI exceeds its tested value: q̃ of Cowan et al. 2011,
     Eq. 16), both minima, the global fit's POI values, the conditional fit's nuisances and the two
-    fits' KKT flags. Fits start at the generating point; a fit still running after
-    :data:`FIRST_PASS_ITER` iterations continues (from where it stopped, with up to ``max_iter``
-    more) in a second launch of only such rows. ``parts``: see :func:`draw_parts`. No checks:
+    fits' KKT flags. Fits start at the generating point and run in the passes of :data:`PASSES`
+    (a fit still running after a pass continues from where it stopped in a launch of only such
+    rows; at most 10 + ``max_iter`` iterations in all). ``parts``: see :func:`draw_parts`. No checks:
     callers check once, eagerly."""
     key_args = (tuple(names), tuple(poi), tuple(float(v) for v in lower), tuple(float(v) for v in upper))
-    g1, c1 = compiled_toy_fits(*key_args, min(int(max_iter), FIRST_PASS_ITER), float(edm_tol), int(parts))
-    g2, c2 = compiled_toy_fits(*key_args, int(max_iter), float(edm_tol), int(parts))
+    caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
+    kernels = [compiled_toy_fits(*key_args, cap, float(edm_tol), int(parts)) for cap in caps]
     k = len(poi)
-    f_glob, x_glob, conv_g = _in_two_passes(g1, g2, (gen_x, index, key, model, base, aux), gen_x, 2)
-    f_cond, nuis_hat, conv_c = _in_two_passes(c1, c2, (gen_x, test_poi, index, key, model, base, aux),
-                                              gen_x[:, k:], 3)
+    f_glob, x_glob, conv_g = _in_passes([g for g, _ in kernels], (gen_x, index, key, model, base, aux), gen_x, 2)
+    f_cond, nuis_hat, conv_c = _in_passes([c for _, c in kernels], (gen_x, test_poi, index, key, model, base, aux),
+                                          gen_x[:, k:], 3)
     t = np.maximum(np.asarray(f_cond) - np.minimum(np.asarray(f_glob), np.asarray(f_cond)), 0.0)
     poi_hat = np.asarray(x_glob)[:, :k]
     if one_sided:
