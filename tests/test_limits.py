@@ -139,18 +139,35 @@ def test_aux_measurements_are_resampled(mu_model):
     assert aux_measurements(mu_model, ("mu_nu", "norm_b"), resample_aux=False).size == 0
 
 
+@dataclasses.dataclass(frozen=True)
+class _WithTerms:
+    """A model with constraint terms besides its parameters' own (what aux_measurements reads)."""
+
+    inner: object
+    constraints: tuple
+
+    def __getattr__(self, k):
+        return getattr(self.inner, k)
+
+
 def test_unresamplable_constraint_is_refused(mu_model):
-    @dataclasses.dataclass(frozen=True)
-    class WithTerm:
-        inner: object
-        constraints: tuple
-
-        def __getattr__(self, k):
-            return getattr(self.inner, k)
-
-    m = WithTerm(mu_model, (HalfGaussianConstraint.create("norm_b", 1.2, 0.1),))
+    m = _WithTerms(mu_model, (HalfGaussianConstraint.create("norm_b", 1.2, 0.1),))
     with pytest.raises(InputError, match="HalfGaussianConstraint.*resample_aux=False"):
         aux_measurements(m, ("norm_b",))
+
+
+def test_lognormal_aux_shift_is_inf_not_nan_at_nonpositive_values(mu_model):
+    from nuejax.model.constraints import LogNormalConstraint
+
+    m = _WithTerms(mu_model, (LogNormalConstraint.create("norm_b", 1.0, 0.1),))
+    aux = aux_measurements(m, ("norm_b",))
+    assert aux.logn_names == ("norm_b",) and aux.gauss_names == (("norm_b",),)
+    centres = aux.nominal() * 1.1
+    assert np.isinf(float(aux.shift({"norm_b": -1.0}, centres)))
+    v = float(aux.shift({"norm_b": 1.05}, centres))
+    want = ((1.05 - 1.1) / 0.05) ** 2 - ((1.05 - 1.0) / 0.05) ** 2 \
+        + ((np.log(1.05) - np.log(1.1)) / 0.1) ** 2 - (np.log(1.05) / 0.1) ** 2
+    assert v == pytest.approx(want, rel=1e-12)
 
 
 def test_fc_input_errors(mu_model, tmp_path):
@@ -230,6 +247,14 @@ def test_four_devices_and_two_processes_merge(reference_run, tmp_path):
     np.testing.assert_allclose(r.t_crit, ref.t_crit, rtol=1e-12)
     np.testing.assert_array_equal(r.accepted, ref.accepted)
     np.testing.assert_allclose(np.asarray(r.regions), np.asarray(ref.regions), rtol=1e-12)
+
+
+def test_shards_share_one_folder(reference_run, tmp_path):
+    ref, _ = reference_run
+    out = tmp_path / "shared"
+    assert limits_run.run(out, shard="0/2") is None  # the other slice is not on disk yet
+    r = limits_run.run(out, shard="1/2")
+    np.testing.assert_array_equal(r.t_crit, ref.t_crit)
 
 
 def test_resume_after_kill_gives_the_uninterrupted_result(reference_run, tmp_path):

@@ -22,7 +22,8 @@ the bounded fit, set to 0 where :math:`\hat\mu > \mu`. :math:`{\rm CL_s} = p_{s+
 and :math:`1 - p_b = P(\tilde q_\mu \ge \tilde q_{\rm obs}\mid 0)`; the upper limit is where CLs
 falls to 1 − CL. *Asymptotic*: the distributions of Cowan et al. Eq. 65 with
 :math:`\mu^2/\sigma^2 = \tilde q_{\mu,A}` from the background-only Asimov data set (their Sec.
-5.1; expressed through :math:`\tilde q_{\mu,A}` the formulas do not depend on how the signal
+5.1; its auxiliary measurements at the same background-only nuisance values as its counts;
+expressed through :math:`\tilde q_{\mu,A}` the formulas do not depend on how the signal
 grows with μ); expected limits from the same formulas at the ±Nσ background-only outcomes.
 *Toys*: both distributions from toys at each grid point; the background-only toys are the same
 data sets at every grid point (same indices), so each gives a limit and the expected band is
@@ -45,7 +46,7 @@ from .fitting import EDM_TOL, compiled_solver, newton_fit, setup
 from .results import Saveable, versions
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
 from .scan import batched_solve, grid_values
-from .toys import aux_measurements, draw_parts, toy_fits
+from .toys import WithAuxCentres, aux_measurements, draw_parts, toy_fits
 
 __all__ = ["FeldmanCousinsResult", "CLsResult", "CoverageResult", "feldman_cousins", "cls_upper_limit", "coverage",
            "load_run"]
@@ -95,8 +96,9 @@ def _crossings(x: np.ndarray, d: np.ndarray) -> list:
         j = i
         while j + 1 < n and acc[j + 1]:
             j += 1
-        lo = x[i] if i == 0 else x[i - 1] + (x[i] - x[i - 1]) * d[i - 1] / (d[i - 1] - d[i])
-        hi = x[j] if j == n - 1 else x[j] + (x[j + 1] - x[j]) * d[j] / (d[j] - d[j + 1])
+        # an end next to a point without a finite statistic stays on the last accepted point
+        lo = x[i] if i == 0 or not np.isfinite(d[i - 1]) else x[i - 1] + (x[i] - x[i - 1]) * d[i - 1] / (d[i - 1] - d[i])
+        hi = x[j] if j == n - 1 or not np.isfinite(d[j + 1]) else x[j] + (x[j + 1] - x[j]) * d[j] / (d[j] - d[j + 1])
         regions.append((float(lo), float(hi)))
         i = j + 1
     return regions
@@ -151,6 +153,13 @@ def _observed(pr: _Problem, points: np.ndarray, *, max_iter: int, one_sided: boo
         f_cond = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(points)))
         nuis_hat, conv = np.zeros((len(points), 0)), np.isfinite(f_cond)
     poi_hat = np.array([g.values[n] for n in pr.poi])
+    if not g.valid or not np.all(conv):
+        import warnings
+
+        bad = ", ".join(f"{points[i].tolist()}" for i in np.nonzero(~np.asarray(conv, dtype=bool))[0][:5])
+        warnings.warn("fits to the observed data did not all pass the KKT test"
+                      + ("" if g.valid else f" (global fit: {g.reason})") + (f" (conditional fits at {bad})" if bad else "")
+                      + ": their statistic and generating nuisances are not trustworthy", RuntimeWarning, stacklevel=4)
     f_min = min(float(g.fval), float(np.min(f_cond)))
     t = np.maximum(f_cond - f_min, 0.0)
     if one_sided:
@@ -170,10 +179,19 @@ def _run(pr: _Problem, config: dict, compute_setup, make_rows, *, n_rows, key, a
         raise InputError(f"shard {shard[0]}/{shard[1]}: a slice of a run needs an output folder (out=...) to store "
                          "its chunks for the merge")
     config = dict(config)
+    if n_rows >= 2**32:
+        raise InputError(f"{n_rows} toys in one run: toy indices are 32-bit; split the grid into runs of < 2^32 toys")
     config["chunk"] = int(chunk) if chunk is not None else default_chunk(n_fit)
     config.update(n_rows=int(n_rows), n_chunks=-(-int(n_rows) // config["chunk"]))
-    store = RunStore(out, config, resume=resume)
-    st = store.setup(compute_setup)
+    # processes of one job array share a folder: a slice may find the others' manifest there
+    store = RunStore(out, config, resume=resume or shard[1] > 1)
+
+    def setup_with_parts():
+        st = compute_setup()
+        st["parts"] = np.asarray(draw_parts(pr.s.model, pr.base, pr.poi + pr.nuis, st["gen_x"]))
+        return st
+
+    st = store.setup(setup_with_parts)
     rows = make_rows(st)
     n = len(rows["index"])
     bar = None
@@ -181,7 +199,7 @@ def _run(pr: _Problem, config: dict, compute_setup, make_rows, *, n_rows, key, a
         bar = progress if isinstance(progress, Progress) else Progress(n, label, unit="toys")
     key_arr = jnp.asarray(_key_data(key))
     s = pr.s
-    parts = draw_parts(s.model, pr.base, pr.poi + pr.nuis, st["gen_x"])
+    parts = int(st["parts"])  # stored with the set-up: a resumed or merged run draws the same toys
 
     def kernel(part):
         return toy_fits(s.model, pr.base, aux, key_arr, part["gen_x"], part["test"], part["index"],
@@ -194,7 +212,11 @@ def _run(pr: _Problem, config: dict, compute_setup, make_rows, *, n_rows, key, a
 
 
 def _base_config(kind, pr: _Problem, key, n_toys, resample_aux, max_iter, extra):
-    return {"kind": kind, "poi": list(pr.poi), "nuisances": list(pr.nuis), "n_toys": int(n_toys),
+    from .. import __version__
+    from .toys import PASSES
+
+    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in PASSES], "poi": list(pr.poi),
+            "nuisances": list(pr.nuis), "n_toys": int(n_toys),
             "key": _key_data(key).tolist(), "resample_aux": bool(resample_aux), "max_iter": int(max_iter),
             "model": fingerprint(pr.s.model), "data": fingerprint(pr.s.data),
             "base": {k: float(v) for k, v in pr.base.items() if np.ndim(v) == 0}, **extra}
@@ -259,9 +281,11 @@ class FeldmanCousinsResult(Saveable):
                 "t_crit_err": _list(self.t_crit_err), "p_values": _list(self.p_values),
                 "accepted": np.asarray(self.accepted).tolist(), "n_valid": np.asarray(self.n_valid).tolist(),
                 "n_toys": self.n_toys, "cl": self.cl, "best_fit": list(self.best_fit),
-                "bounds": [list(b) for b in self.bounds], "seconds": self.seconds, "convention": self.convention,
+                "bounds": [[None if not np.isfinite(v) else float(v) for v in b] for b in self.bounds],
+                "seconds": self.seconds, "convention": self.convention,
                 "versions": self.versions,
-                **({"interval": list(self.interval), "regions": self.regions} if len(self.poi) == 1 else {})}
+                **({"interval": _list_or_none(self.interval), "regions": [_list_or_none(r) for r in self.regions]}
+                   if len(self.poi) == 1 else {})}
 
     @classmethod
     def from_dict(cls, d: dict):
@@ -269,7 +293,8 @@ class FeldmanCousinsResult(Saveable):
                    np.asarray(d["points"], dtype=float), _arr(d["t_obs"]), _arr(d["t_crit"]), _arr(d["t_crit_err"]),
                    _arr(d["p_values"]), np.asarray(d["accepted"], dtype=bool), np.asarray(d["n_valid"], dtype=int),
                    int(d["n_toys"]), float(d["cl"]), tuple(d["best_fit"]),
-                   tuple(tuple(_num(v) for v in b) for b in d["bounds"]), float(d["seconds"]), d["convention"],
+                   tuple((-np.inf if b[0] is None else float(b[0]), np.inf if b[1] is None else float(b[1]))
+                         for b in d["bounds"]), float(d["seconds"]), d["convention"],
                    d.get("versions", {}))
 
     def __str__(self) -> str:
@@ -278,6 +303,10 @@ class FeldmanCousinsResult(Saveable):
             regs = ", ".join(f"[{a:.4g}, {b:.4g}]" for a, b in self.regions) or "empty"
             return f"{head}\n  accepted: {regs}  (best fit {self.best_fit[0]:.4g})"
         return f"{head}\n  accepted: {int(np.sum(self.accepted))} of {len(self.points)} grid points"
+
+
+def _list_or_none(pair):
+    return [None if v is None or not np.isfinite(v) else float(v) for v in pair]
 
 
 def _list(a):
@@ -328,17 +357,18 @@ def feldman_cousins(model, data, names, grid, n_toys: int, key=0, *, cl: float =
     pr = _problem(model, data, names, profile, init)
     axes, points = _grid_points(pr.s.model.parameters, pr.poi, grid)
     aux = aux_measurements(pr.s.model, pr.poi + pr.nuis, resample_aux=resample_aux)
+    bounds = [pr.s.model.parameters.bounds((n,)) for n in pr.poi]
+    bounds = [[None if not np.isfinite(b[0][0]) else float(b[0][0]), None if not np.isfinite(b[1][0]) else float(b[1][0])]
+              for b in bounds]
     config = _base_config("feldman_cousins", pr, key, n_toys, resample_aux, max_iter,
-                          {"axes": [a.tolist() for a in axes], "cl": float(cl)})
+                          {"axes": [a.tolist() for a in axes], "cl": float(cl), "bounds": bounds})
     st, rows, res = _run(pr, config, lambda: _observed(pr, points, max_iter=max_iter, one_sided=False),
                          lambda st: _fc_rows(st, n_toys), n_rows=len(points) * n_toys, key=key, aux=aux, chunk=chunk, out=out, resume=resume,
                          shard=shard, progress=progress, max_iter=max_iter, one_sided=False,
                          label=f"FC {' x '.join(pr.poi)}")
     if res is None:
         return None
-    bounds = tuple(pr.s.model.parameters.bounds((n,)) for n in pr.poi)
-    return _fc_assemble(config, st, res, time.perf_counter() - t0,
-                        tuple((float(b[0][0]), float(b[1][0])) for b in bounds))
+    return _fc_assemble(config, st, res, time.perf_counter() - t0)
 
 
 def _fc_rows(st, n_toys):
@@ -347,7 +377,7 @@ def _fc_rows(st, n_toys):
     return {"gen_x": st["gen_x"][gen], "test": st["points"][gen], "index": np.arange(g * n_toys, dtype=np.uint32)}
 
 
-def _fc_assemble(config, st, res, seconds, bounds=()) -> FeldmanCousinsResult:
+def _fc_assemble(config, st, res, seconds) -> FeldmanCousinsResult:
     n_toys, cl = int(config["n_toys"]), float(config["cl"])
     g = len(st["points"])
     t = res["t"].reshape(g, n_toys)
@@ -367,7 +397,9 @@ def _fc_assemble(config, st, res, seconds, bounds=()) -> FeldmanCousinsResult:
     accepted = st["t_obs"] <= t_crit
     return FeldmanCousinsResult(tuple(config["poi"]), tuple(np.asarray(a, dtype=float) for a in config["axes"]),
                                 st["points"], st["t_obs"], t_crit, t_err, p, accepted, n_valid.astype(int), n_toys, cl,
-                                tuple(float(v) for v in st["poi_hat_obs"]), bounds, seconds)
+                                tuple(float(v) for v in st["poi_hat_obs"]),
+                                tuple((-np.inf if lo is None else lo, np.inf if hi is None else hi)
+                                      for lo, hi in config.get("bounds", [])), seconds)
 
 
 def _check_cl(cl):
@@ -433,8 +465,8 @@ def _limit_from_cls(values, cls_values, alpha):
     if below.size == 0:
         return None
     k = int(below[0])
-    if k == 0:
-        return float(values[0])
+    if k == 0 or not np.isfinite(c[k - 1]):
+        return float(values[k])
     a, b = np.log(max(c[k - 1], 1e-300)), np.log(max(c[k], 1e-300))
     f = (np.log(alpha) - a) / (b - a) if b != a else 1.0
     return float(values[k - 1] + f * (values[k] - values[k - 1]))
@@ -490,7 +522,9 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
         for i, n in enumerate(pr.poi + pr.nuis):
             p0[n] = jnp.asarray(obs["gen_x"][0, i])
         asimov = np.asarray(pr.s.model.expected(p0))
-        pr_a = _problem(model, asimov, name, profile, init)
+        # the Asimov data set's auxiliary measurements sit at the same nuisance values as its counts
+        aux = aux_measurements(pr.s.model, pr.poi + pr.nuis, resample_aux=resample_aux)
+        pr_a = _problem(WithAuxCentres(pr.s.model, aux, aux.at(p0)), asimov, name, profile, init)
         q_a = _observed(pr_a, points, max_iter=max_iter, one_sided=True)["t_obs"][1:]
         q = obs["t_obs"][1:]
         cls, clsb, clb = asymptotic_cls(q, q_a)
@@ -545,11 +579,20 @@ def _cls_assemble(config, st, res, seconds) -> CLsResult:
             continue
         c = np.array([frac_ge(q_sb[k], qj[k]) / max(frac_ge(q_b[k], qj[k]), 1e-300) for k in range(g)])
         limits.append(_limit_from_cls(v, c, 1 - cl))
-    lim = np.array([np.nan if x is None else x for x in limits])
+    # a toy whose CLs stays above 1 - CL on the whole grid has a limit beyond it: +inf, not left out
+    lim = np.array([np.inf if x is None else x for x in limits])
     from scipy.stats import norm
 
-    expected = {str(k): (None if not np.isfinite(lim).any() else float(np.nanquantile(lim, norm.cdf(k))))
-                for k in (-2, -1, 0, 1, 2)}
+    def q(p):
+        v = float(np.quantile(lim, p, method="inverted_cdf")) if lim.size else np.inf  # no inf - inf
+        return v if np.isfinite(v) else None
+
+    expected = {str(k): q(norm.cdf(k)) for k in (-2, -1, 0, 1, 2)}
+    if not ok.all():
+        import warnings
+
+        warnings.warn(f"CLs: {int((~ok).sum())} of {ok.size} toys had a fit that did not pass the KKT test and are "
+                      "left out", RuntimeWarning, stacklevel=3)
     return CLsResult(config["poi"][0], v, q_obs, clsb, clb, cls, _limit_from_cls(v, cls, 1 - cl), expected, cl, "toys",
                      n_toys, seconds)
 
@@ -610,7 +653,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
     whose Feldman–Cousins interval for ``names`` contains the true value (:class:`CoverageResult`).
 
     Toys for the coverage use indices ``0 … n_toys − 1`` of ``key``; the critical values use
-    another key derived from it (``fold_in(key, 1)``), so no toy serves twice.
+    another key derived from it (``jax.random.split(key)[1]``), so no toy serves twice.
     """
     t0 = time.perf_counter()
     n_toys = _check_toys(n_toys)
@@ -644,7 +687,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
     outer = run(np.repeat(x_true[None], n_toys, 0), np.repeat(poi_true[None], n_toys, 0),
                 np.arange(n_toys, dtype=np.uint32), key, "coverage toys")
     ok = outer["conv_global"] & outer["conv_cond"]
-    key_inner = jax.random.fold_in(key, 1)
+    key_inner = jax.random.split(key)[1]  # not fold_in(key, i): that is coverage toy i's key
     if inner_toys == 0:
         inner = run(np.repeat(x_true[None], n_toys, 0), np.repeat(poi_true[None], n_toys, 0),
                     np.arange(n_toys, dtype=np.uint32), key_inner, "critical value")

@@ -54,10 +54,13 @@ SETUP = "setup.npz"
 def fingerprint(*objects) -> str:
     """SHA-256 (hex, 16 characters) of PyTrees: every array leaf's dtype, shape and bytes, and the
     tree structure (static fields: names, flags, the parameter description)."""
+    import re
+
     h = hashlib.sha256()
     for obj in objects:
         leaves, treedef = jax.tree_util.tree_flatten(obj)
-        h.update(repr(treedef).encode())
+        # static callables print with their memory address, which differs between processes
+        h.update(re.sub(r" at 0x[0-9a-fA-F]+", "", repr(treedef)).encode())
         for leaf in leaves:
             a = np.asarray(leaf)
             h.update(f"{a.dtype}{a.shape}".encode())
@@ -140,8 +143,11 @@ class RunStore:
             if diff:
                 raise InputError(f"{self.folder}: holds a run with different settings ({', '.join(diff)} differ); "
                                  "choose another output folder to start a new run")
-        elif self.folder.exists() and any(self.folder.iterdir()) and not (self.folder / "chunks").exists():
-            raise InputError(f"{self.folder}: exists and is not a nuejax run folder; choose another output folder")
+        elif self.folder.exists() and any(self.folder.iterdir()):
+            chunks = self.folder / "chunks"
+            if not chunks.exists() or any(chunks.glob("chunk_*.npz")):
+                raise InputError(f"{self.folder}: exists and is not a nuejax run folder (no {MANIFEST}"
+                                 + (" but chunks" if chunks.exists() else "") + "); choose another output folder")
 
     @property
     def chunk_dir(self) -> Path:
@@ -286,7 +292,13 @@ def merge_runs(folders, out=None) -> Path:
                 raise InputError(f"{f}: its set-up array {k!r} differs from {folders[0]}'s beyond rounding "
                                  "(the processes fitted the observed data differently); rerun them on one set-up")
     out = folders[0] if out is None else Path(out)
-    if out not in folders:
+    if out.resolve() not in [f.resolve() for f in folders]:
+        if (out / MANIFEST).exists():
+            old = json.loads((out / MANIFEST).read_text())
+            if old["config"] != manifests[0]["config"]:
+                raise InputError(f"{out}: holds a different run; merge into a new folder")
+        elif (out / "chunks").exists() and any((out / "chunks").glob("chunk_*.npz")):
+            raise InputError(f"{out}: holds chunks of an unknown run; merge into a new folder")
         (out / "chunks").mkdir(parents=True, exist_ok=True)
         shutil.copy2(folders[0] / MANIFEST, out / MANIFEST)
         shutil.copy2(folders[0] / SETUP, out / SETUP)

@@ -21,8 +21,9 @@ have no auxiliary measurement to resample and are refused (``resample_aux=False`
 centre fixed, the "conditional ensemble").
 
 **Reproducible.** Toy ``i`` of a run with key ``k`` comes from ``jax.random.fold_in(k, i)``
-alone (:func:`toy`), wherever and in whatever batch it is generated, so a run split over devices,
-chunks or processes draws the same toys as one uninterrupted run.
+alone, wherever and in whatever batch it is generated, so a run split over devices, chunks or
+processes draws the same toys as one uninterrupted run; :func:`toy` redraws one, given the run's
+auxiliary measurements and number of Poisson parts.
 
 **The kernel** (:func:`toy_fits`) takes rows (generating point, tested point, toy index), draws the
 toy on the device and fits it twice with the bound-constrained Newton solver
@@ -45,7 +46,7 @@ from ..model.constraints import GaussianConstraint, LogNormalConstraint
 from ..model.likelihood import poisson_draw, poisson_parts
 from .newton import minimize_bounded
 
-__all__ = ["AuxMeasurements", "aux_measurements", "draw_parts", "toy", "toy_fits", "TOY_FIT_KEYS"]
+__all__ = ["AuxMeasurements", "WithAuxCentres", "aux_measurements", "draw_parts", "toy", "toy_fits", "TOY_FIT_KEYS"]
 
 #: Output arrays of :func:`toy_fits` per row.
 TOY_FIT_KEYS = ("t", "f_global", "f_cond", "poi_hat", "nuis_hat", "conv_global", "conv_cond")
@@ -94,6 +95,11 @@ class AuxMeasurements:
             parts.append(jnp.exp(jnp.log(x) + self.logn_sigmas * z))
         return jnp.concatenate(parts) if parts else jnp.zeros(0)
 
+    def at(self, p) -> jax.Array:
+        """Centres equal to the parameter values ``p`` (the auxiliary data of an Asimov data set), flat."""
+        names = [n for block in self.gauss_names for n in block] + list(self.logn_names)
+        return jnp.stack([jnp.asarray(p[n], dtype=jnp.result_type(float)) for n in names]) if names else jnp.zeros(0)
+
     def terms(self, p, centres) -> jax.Array:
         """Σ_k C_k(p; centres_k): every term at the given flat centres."""
         total = jnp.zeros((), dtype=jnp.result_type(float))
@@ -113,10 +119,12 @@ class AuxMeasurements:
         return total
 
     def shift(self, p, centres) -> jax.Array:
-        """What moving every term from its nominal centre to ``centres`` adds to −2 ln L."""
+        """What moving every term from its nominal centre to ``centres`` adds to −2 ln L (+inf,
+        not NaN, where a log-normal parameter is <= 0: both terms are infinite there)."""
         if not self.size:
             return jnp.zeros((), dtype=jnp.result_type(float))
-        return self.terms(p, centres) - self.terms(p, self.nominal())
+        a, b = self.terms(p, centres), self.terms(p, self.nominal())
+        return jnp.where(jnp.isinf(a) | jnp.isinf(b), jnp.inf, a - b)
 
 
 def aux_measurements(model, fitted, *, resample_aux: bool = True) -> AuxMeasurements:
@@ -159,6 +167,31 @@ def aux_measurements(model, fitted, *, resample_aux: bool = True) -> AuxMeasurem
                            tuple(l_names))
 
 
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class WithAuxCentres:
+    """``model`` with its auxiliary measurements moved to ``centres`` (a model of the fitting
+    protocol: fits of a toy or of an Asimov data set with its own auxiliary data)."""
+
+    model: object
+    aux: AuxMeasurements
+    centres: jax.Array
+
+    @property
+    def parameters(self):
+        return self.model.parameters
+
+    @property
+    def n_obs(self):
+        return self.model.n_obs
+
+    def expected(self, p):
+        return self.model.expected(p)
+
+    def nll(self, p, data):
+        return self.model.nll(p, data) + self.aux.shift(p, self.centres)
+
+
 def _draw(key, model, p, aux: AuxMeasurements, parts: int = 1):
     """One toy from its own key: (counts, aux centres); ``parts`` as in :func:`~nuejax.model.likelihood.poisson_draw`."""
     k_data, k_aux = jax.random.split(key)
@@ -181,12 +214,16 @@ def draw_parts(model, base: dict, names: tuple, gen_x) -> int:
     return poisson_parts(float(np.max(np.asarray(jax.jit(jax.vmap(mu_max))(jnp.asarray(gen_x))))))
 
 
-def toy(model, params, key, index: int, aux: AuxMeasurements | None = None):
-    """Toy ``index`` of the run with ``key`` at ``params``: (counts, aux centres). The same toy
-    that every batched, sharded or resumed run draws for this index."""
+def toy(model, params, key, index: int, aux: AuxMeasurements | None = None, parts: int | None = None):
+    """Toy ``index`` of the run with ``key`` at ``params``: (counts, aux centres). With the run's
+    ``aux`` (:func:`aux_measurements` of its fitted parameters) and ``parts`` (stored in its
+    ``setup.npz``; default: from this point's largest mean) it is the toy that the batched,
+    sharded or resumed run drew for this index (``feldman_cousins``: index ``k * n_toys + i`` for
+    toy ``i`` of grid point ``k``)."""
     aux = aux_measurements(model, ()) if aux is None else aux
     p = {k: jnp.asarray(v) for k, v in model.parameters.values(params).items()}
-    parts = poisson_parts(float(np.max(np.asarray(model.expected(p)))))
+    if parts is None:
+        parts = poisson_parts(float(np.max(np.asarray(model.expected(p)))))
     return _draw(jax.random.fold_in(key, index), model, p, aux, parts)
 
 
@@ -291,7 +328,7 @@ def toy_fits(model, base: dict, aux: AuxMeasurements, key, gen_x, test_poi, inde
     (n, len(poi)) the tested values, ``index`` (n,) toy indices. Returns arrays of
     :data:`TOY_FIT_KEYS`: ``t`` = −2 ln λ (conditional minus global minimum, ≥ 0: the conditional
     minimum is a feasible point of the global fit, so the global minimum is the lower of the two;
-    with ``one_sided``, 0 where every fitted POI exceeds its tested value: q̃ of Cowan et al. 2011,
+    with ``one_sided``, 0 where any fitted POI exceeds its tested value: q̃ of Cowan et al. 2011,
     Eq. 16), both minima, the global fit's POI values, the conditional fit's nuisances and the two
     fits' KKT flags. Fits start at the generating point and run in the passes of :data:`PASSES`
     (a fit still running after a pass continues from where it stopped in a launch of only such
