@@ -119,6 +119,7 @@ def test_batched_newton_fits_of_toys_in_one_launch(models):
     np.testing.assert_allclose(np.asarray(batch.x[2]), [single.values[n] for n in names], rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow  # 40 s; the default run keeps the batched-scan checks of test_profile_scan_2d and test_bounded_fits
 def test_profile_scan_matches_minuit_profiles_and_interval(models):
     _, fm, data = models
     g = fit(fm, data)
