@@ -70,6 +70,7 @@ def test_profiles_are_normalised():
             assert np.all(np.asarray(p.n_e) > 0)
 
 
+@pytest.mark.slow  # 18 s; the default run keeps the gradient-vs-finite-difference checks
 def test_custom_jvp_of_production_average_equals_plain_autodiff():
     """The closed-form derivatives of the production-averaged cos 2θ_m (forward and reverse, and
     second order) equal plain autodiff of the same formula, for every argument."""

@@ -66,6 +66,7 @@ def test_kernel_refuses_bins_with_entries_but_no_sm_spectrum():
         transfer_kernel(R, np.array([1.0, 0.0, 2.0]), 1.0, name="comp")
 
 
+@pytest.mark.slow  # 19 s; the default run keeps the analytic response checks
 def test_toy_mc_response_reproduces_analytic_prediction():
     """MC route: N_ij from 1e6 toy events; the model kernel's SM spectrum matches the exact one."""
     src = build_source("7Be_862")
