@@ -47,21 +47,15 @@ PHYSICS_POINT = dict(eps_ee_L=0.05, eps_ee_R=-0.03, mu_nu=2.0)
 
 
 def _stats(fn, *args, n=30):
+    """run.py's timing statistics (median and 16/84 % quantiles of ``n`` calls after a warm-up
+    call), plus the first call's time (compilation) measured before them."""
     import jax
-    import numpy as np
+    from run import _stats as call_stats
 
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args))
     compile_s = time.perf_counter() - t0
-    jax.block_until_ready(fn(*args))
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        ts.append(time.perf_counter() - t0)
-    ts = np.asarray(ts) * 1e3
-    return {"median_ms": float(np.median(ts)), "p16_ms": float(np.percentile(ts, 16)),
-            "p84_ms": float(np.percentile(ts, 84)), "n": n, "first_call_s": compile_s}
+    return {**call_stats(fn, *args, n=n), "first_call_s": compile_s}
 
 
 def _objective(kind):

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import InputError, ParameterError
 from .fitting import EDM_TOL, compiled_solver, newton_fit, setup
-from .results import Saveable, versions
+from .results import Saveable, array_from_json, json_array, json_float, versions
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
 from .scan import batched_solve, grid_values
 from .toys import WithAuxCentres, aux_measurements, draw_parts, toy_fits
@@ -223,6 +223,11 @@ def _base_config(kind, pr: _Problem, key, n_toys, resample_aux, max_iter, extra)
 
 
 # -- Feldman–Cousins ---------------------------------------------------------------------------------------
+def _pair(values) -> list:
+    """Two numbers (an interval) as strict JSON: None for a missing or non-finite end."""
+    return [json_float(v) for v in values]
+
+
 @dataclass(frozen=True)
 class FeldmanCousinsResult(Saveable):
     """A Feldman–Cousins construction on a grid (module docstring) in one or two parameters.
@@ -277,21 +282,21 @@ class FeldmanCousinsResult(Saveable):
 
     def to_dict(self) -> dict:
         return {"kind": type(self).__name__, "poi": list(self.poi), "axes": [np.asarray(a).tolist() for a in self.axes],
-                "points": np.asarray(self.points).tolist(), "t_obs": _list(self.t_obs), "t_crit": _list(self.t_crit),
-                "t_crit_err": _list(self.t_crit_err), "p_values": _list(self.p_values),
+                "points": np.asarray(self.points).tolist(), "t_obs": json_array(self.t_obs), "t_crit": json_array(self.t_crit),
+                "t_crit_err": json_array(self.t_crit_err), "p_values": json_array(self.p_values),
                 "accepted": np.asarray(self.accepted).tolist(), "n_valid": np.asarray(self.n_valid).tolist(),
                 "n_toys": self.n_toys, "cl": self.cl, "best_fit": list(self.best_fit),
                 "bounds": [[None if not np.isfinite(v) else float(v) for v in b] for b in self.bounds],
                 "seconds": self.seconds, "convention": self.convention,
                 "versions": self.versions,
-                **({"interval": _list_or_none(self.interval), "regions": [_list_or_none(r) for r in self.regions]}
+                **({"interval": _pair(self.interval), "regions": [_pair(r) for r in self.regions]}
                    if len(self.poi) == 1 else {})}
 
     @classmethod
     def from_dict(cls, d: dict):
         return cls(tuple(d["poi"]), tuple(np.asarray(a, dtype=float) for a in d["axes"]),
-                   np.asarray(d["points"], dtype=float), _arr(d["t_obs"]), _arr(d["t_crit"]), _arr(d["t_crit_err"]),
-                   _arr(d["p_values"]), np.asarray(d["accepted"], dtype=bool), np.asarray(d["n_valid"], dtype=int),
+                   np.asarray(d["points"], dtype=float), array_from_json(d["t_obs"]), array_from_json(d["t_crit"]), array_from_json(d["t_crit_err"]),
+                   array_from_json(d["p_values"]), np.asarray(d["accepted"], dtype=bool), np.asarray(d["n_valid"], dtype=int),
                    int(d["n_toys"]), float(d["cl"]), tuple(d["best_fit"]),
                    tuple((-np.inf if b[0] is None else float(b[0]), np.inf if b[1] is None else float(b[1]))
                          for b in d["bounds"]), float(d["seconds"]), d["convention"],
@@ -303,22 +308,6 @@ class FeldmanCousinsResult(Saveable):
             regs = ", ".join(f"[{a:.4g}, {b:.4g}]" for a, b in self.regions) or "empty"
             return f"{head}\n  accepted: {regs}  (best fit {self.best_fit[0]:.4g})"
         return f"{head}\n  accepted: {int(np.sum(self.accepted))} of {len(self.points)} grid points"
-
-
-def _list_or_none(pair):
-    return [None if v is None or not np.isfinite(v) else float(v) for v in pair]
-
-
-def _list(a):
-    return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, dtype=float).ravel()]
-
-
-def _arr(a):
-    return np.asarray([np.nan if v is None else v for v in a], dtype=float)
-
-
-def _num(v):
-    return float("nan") if v is None else float(v)
 
 
 def _grid_points(ps, poi, grid):
@@ -438,8 +427,8 @@ class CLsResult(Saveable):
         return plot_cls(self, ax=ax, **kw)
 
     def to_dict(self) -> dict:
-        return {"kind": type(self).__name__, "name": self.name, "values": _list(self.values), "q_obs": _list(self.q_obs),
-                "clsb": _list(self.clsb), "clb": _list(self.clb), "cls": _list(self.cls),
+        return {"kind": type(self).__name__, "name": self.name, "values": json_array(self.values), "q_obs": json_array(self.q_obs),
+                "clsb": json_array(self.clsb), "clb": json_array(self.clb), "cls": json_array(self.cls),
                 "limit": None if self.limit is None else float(self.limit),
                 "expected": {k: (None if v is None else float(v)) for k, v in self.expected.items()}, "cl": self.cl,
                 "method": self.method, "n_toys": self.n_toys, "seconds": self.seconds, "convention": self.convention,
@@ -447,7 +436,7 @@ class CLsResult(Saveable):
 
     @classmethod
     def from_dict(cls, d: dict):
-        return cls(d["name"], _arr(d["values"]), _arr(d["q_obs"]), _arr(d["clsb"]), _arr(d["clb"]), _arr(d["cls"]),
+        return cls(d["name"], array_from_json(d["values"]), array_from_json(d["q_obs"]), array_from_json(d["clsb"]), array_from_json(d["clb"]), array_from_json(d["cls"]),
                    d["limit"], dict(d["expected"]), float(d["cl"]), d["method"], int(d["n_toys"]), float(d["seconds"]),
                    d["convention"], d.get("versions", {}))
 
@@ -626,13 +615,13 @@ class CoverageResult(Saveable):
     def to_dict(self) -> dict:
         return {"kind": type(self).__name__, "poi": list(self.poi), "truth": dict(self.truth), "n_toys": self.n_toys,
                 "n_valid": self.n_valid, "n_covered": self.n_covered, "fraction": self.fraction, "error": self.error,
-                "cl": self.cl, "inner_toys": self.inner_toys, "t_crit": _list(self.t_crit), "seconds": self.seconds,
+                "cl": self.cl, "inner_toys": self.inner_toys, "t_crit": json_array(self.t_crit), "seconds": self.seconds,
                 "versions": self.versions}
 
     @classmethod
     def from_dict(cls, d: dict):
         return cls(tuple(d["poi"]), dict(d["truth"]), int(d["n_toys"]), int(d["n_valid"]), int(d["n_covered"]),
-                   float(d["fraction"]), float(d["error"]), float(d["cl"]), int(d["inner_toys"]), _arr(d["t_crit"]),
+                   float(d["fraction"]), float(d["error"]), float(d["cl"]), int(d["inner_toys"]), array_from_json(d["t_crit"]),
                    float(d["seconds"]), d.get("versions", {}))
 
     def __str__(self) -> str:

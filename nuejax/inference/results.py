@@ -73,11 +73,11 @@ def versions() -> dict:
     return out
 
 
-def _json_float(v):
+def json_float(v):
     return None if v is None or not np.isfinite(v) else float(v)
 
 
-def _num(v):
+def num_or_nan(v):
     return float("nan") if v is None else float(v)
 
 
@@ -200,14 +200,14 @@ class FitResult(Saveable):
         return {
             "kind": "FitResult", "schema": SCHEMA, "names": list(self.names),
             "values": {k: float(v) for k, v in self.values.items()},
-            "errors": {k: _json_float(v) for k, v in self.errors.items()},
-            "covariance": [[_json_float(v) for v in row] for row in np.asarray(self.covariance, dtype=float)],
-            "fval": _json_float(self.fval), "valid": bool(self.valid), "nfcn": int(self.nfcn), "ngrad": int(self.ngrad),
-            "edm": _json_float(self.edm),
+            "errors": {k: json_float(v) for k, v in self.errors.items()},
+            "covariance": [[json_float(v) for v in row] for row in np.asarray(self.covariance, dtype=float)],
+            "fval": json_float(self.fval), "valid": bool(self.valid), "nfcn": int(self.nfcn), "ngrad": int(self.ngrad),
+            "edm": json_float(self.edm),
             "params": {k: (np.asarray(v, dtype=float).tolist()) for k, v in self.params.items()},
-            "minos": None if self.minos is None else {k: [_json_float(a), _json_float(b)] for k, (a, b) in self.minos.items()},
+            "minos": None if self.minos is None else {k: [json_float(a), json_float(b)] for k, (a, b) in self.minos.items()},
             "minimizer": self.minimizer, "seconds": float(self.seconds), "at_bound": dict(self.at_bound),
-            "one_sided": {k: _json_float(v) for k, v in self.one_sided.items()}, "reason": self.reason,
+            "one_sided": {k: json_float(v) for k, v in self.one_sided.items()}, "reason": self.reason,
             "diagnostics": _jsonable(self.diagnostics), "versions": dict(self.versions),
         }
 
@@ -219,11 +219,11 @@ class FitResult(Saveable):
                                      "reason", "diagnostics", "versions"))
         return cls(
             names=tuple(d["names"]), values=dict(d["values"]), errors=dict(d["errors"]),
-            covariance=np.array([[_num(v) for v in row] for row in d["covariance"]], dtype=float).reshape(
+            covariance=np.array([[num_or_nan(v) for v in row] for row in d["covariance"]], dtype=float).reshape(
                 len(d["names"]), len(d["names"])),
             # -2 ln L is finite or +inf (saved as null)
             fval=float("inf") if d["fval"] is None else float(d["fval"]), valid=d["valid"],
-            nfcn=d["nfcn"], ngrad=d["ngrad"], edm=_num(d["edm"]),
+            nfcn=d["nfcn"], ngrad=d["ngrad"], edm=num_or_nan(d["edm"]),
             params=dict(d["params"]),
             minos=None if d["minos"] is None else {k: tuple(v) for k, v in d["minos"].items()},
             minimizer=d["minimizer"], seconds=d["seconds"], at_bound=dict(d["at_bound"]),
@@ -402,9 +402,9 @@ class ScanResult(Saveable):
         return plot_scan(self, ax=ax, injected=injected, cl=cl, label=label, one_sided=one_sided)
 
     def to_dict(self) -> dict:
-        return {"kind": "ScanResult", "schema": SCHEMA, "name": self.name, "values": _arr(self.values),
-                "nll": _arr(self.nll), "nll_min": _json_float(self.nll_min), "best": _json_float(self.best),
-                "profiled": list(self.profiled), "profiled_values": _arr(self.profiled_values),
+        return {"kind": "ScanResult", "schema": SCHEMA, "name": self.name, "values": json_array(self.values),
+                "nll": json_array(self.nll), "nll_min": json_float(self.nll_min), "best": json_float(self.best),
+                "profiled": list(self.profiled), "profiled_values": json_array(self.profiled_values),
                 "converged": np.asarray(self.converged, dtype=bool).tolist(), "seconds": float(self.seconds),
                 "unit": self.unit, "bounds": list(self.bounds), "versions": dict(self.versions),
                 "interval_90": list(self.interval(0.9)), "interval_90_convention": self.interval(0.9).convention}
@@ -412,19 +412,19 @@ class ScanResult(Saveable):
     @classmethod
     def from_dict(cls, d: dict) -> "ScanResult":
         _check_schema(d, "ScanResult")
-        return cls(d["name"], _unarr(d["values"]), _unarr(d["nll"]), _num(d["nll_min"]), _num(d["best"]),
+        return cls(d["name"], array_from_json(d["values"]), array_from_json(d["nll"]), num_or_nan(d["nll_min"]), num_or_nan(d["best"]),
                    tuple(d["profiled"]),
-                   _unarr(d["profiled_values"]), np.asarray(d["converged"], dtype=bool), d["seconds"], d["unit"],
+                   array_from_json(d["profiled_values"]), np.asarray(d["converged"], dtype=bool), d["seconds"], d["unit"],
                    tuple(d["bounds"]), dict(d["versions"]))
 
 
-def _arr(a):
-    return [[_json_float(v) for v in row] for row in np.asarray(a, dtype=float)] if np.ndim(a) == 2 else \
-        [_json_float(v) for v in np.asarray(a, dtype=float).ravel()]
+def json_array(a):
+    return [[json_float(v) for v in row] for row in np.asarray(a, dtype=float)] if np.ndim(a) == 2 else \
+        [json_float(v) for v in np.asarray(a, dtype=float).ravel()]
 
 
-def _unarr(a):
-    return np.array([[_num(v) for v in row] for row in a] if a and isinstance(a[0], list) else [_num(v) for v in a],
+def array_from_json(a):
+    return np.array([[num_or_nan(v) for v in row] for row in a] if a and isinstance(a[0], list) else [num_or_nan(v) for v in a],
                     dtype=float)
 
 
@@ -453,8 +453,8 @@ class Scan2DResult(Saveable):
         return plot_scan_2d(self, ax=ax, cl=cl, injected=injected)
 
     def to_dict(self) -> dict:
-        return {"kind": "Scan2DResult", "schema": SCHEMA, "names": list(self.names), "values_x": _arr(self.values_x),
-                "values_y": _arr(self.values_y), "nll": _arr(self.nll), "nll_min": _json_float(self.nll_min),
+        return {"kind": "Scan2DResult", "schema": SCHEMA, "names": list(self.names), "values_x": json_array(self.values_x),
+                "values_y": json_array(self.values_y), "nll": json_array(self.nll), "nll_min": json_float(self.nll_min),
                 "profiled": list(self.profiled), "converged": np.asarray(self.converged, dtype=bool).tolist(),
                 "seconds": float(self.seconds), "versions": dict(self.versions),
                 "convention": f"two-parameter profile Δχ² contours (χ²₂ quantile, Wilks; {DCHI2_90[2]:.3f} at 90 % CL)"}
@@ -462,6 +462,6 @@ class Scan2DResult(Saveable):
     @classmethod
     def from_dict(cls, d: dict) -> "Scan2DResult":
         _check_schema(d, "Scan2DResult")
-        return cls(tuple(d["names"]), _unarr(d["values_x"]), _unarr(d["values_y"]), _unarr(d["nll"]), _num(d["nll_min"]),
+        return cls(tuple(d["names"]), array_from_json(d["values_x"]), array_from_json(d["values_y"]), array_from_json(d["nll"]), num_or_nan(d["nll_min"]),
                    tuple(d["profiled"]), np.asarray(d["converged"], dtype=bool), d["seconds"], dict(d["versions"]))
 
