@@ -201,7 +201,9 @@ def _check_build_inputs(n_T, window, exposure, signals, backgrounds, norms, prog
 def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = EXPOSURE_DAY_100T,
                         solar_model: str = "gs98", radiative: bool = True, response: ResponseParams = ResponseParams(),
                         signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BACKGROUND_RATES), norms=DEFAULT_NORMS,
-                        n_E: int = 1000, dtype=None, progress: Callable[[str], object] | None = None) -> SpectralModel:
+                        n_E: int = 1000, dtype=None, progress: Callable[[str], object] | None = None,
+                        nsi=None, mediators=(), propagation_nsi: bool = False, day_night: str | None = None,
+                        latitude="borexino") -> SpectralModel:
     """Build the default Borexino-like :class:`SpectralModel` (module docstring).
 
     ``window`` (lowest, highest) N_p bin centre (unit bins); ``exposure`` [day × 100 t]; ``signals``
@@ -210,6 +212,13 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
     line per component as it is built (``"building 7Be_862 (4/9)"``, then
     ``"building background 85Kr (3/8)"``); by default nothing is printed. ``progress=print``
     shows it.
+
+    The general case (:mod:`nuejax.model.flavour`; any of these makes the model one): ``nsi``
+    (``'all'`` or names of :data:`~nuejax.model.flavour.GENERAL_NSI_NAMES` to add, fixed at 0),
+    ``mediators`` (``'zprime'``, ``'phi'``), ``propagation_nsi`` (the NSI also in the matter
+    potential of the Sun and the Earth), ``day_night`` (``'day'``, ``'night'`` or ``'average'``
+    data; the last two with the Earth crossing at ``latitude``, degrees or a detector name of
+    :data:`~nuejax.physics.earth.DETECTOR_LATITUDES`).
 
     Raises:
         InputError: before anything is built: ``n_T`` < 1; ``window`` not two finite increasing
@@ -234,6 +243,27 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
         report(f"building background {b} ({k}/{len(backgrounds)})")
         templates.append(background_template(b, obs_edges, response, table))
     templates = np.stack(templates) if templates else np.zeros((0, len(obs_edges) - 1))
+    params = default_parameters(signals, backgrounds, norms)
+    general = dict()
+    if nsi is not None or mediators or propagation_nsi or day_night is not None:
+        general = _general_case(sigs, params, nsi, mediators, propagation_nsi, day_night, latitude, radiative, dt)
+        params = general.pop("parameters")
     return SpectralModel(tuple(sigs), jnp.asarray(templates, dtype=dt), jnp.ones(len(obs_edges) - 1, dtype=dt),
-                         obs_edges, exposure, backgrounds, default_parameters(signals, backgrounds, norms),
-                         radiative)
+                         obs_edges, exposure, backgrounds, params, radiative, **general)
+
+
+def _general_case(sigs, params: ParameterSet, nsi, mediators, propagation, day_night, latitude, radiative, dt) -> dict:
+    """The fields of a general-case model (:mod:`nuejax.model.flavour`) and its parameter set."""
+    from ..physics.earth import earth_exposure
+    from .flavour import FlavourOptions, general_parameters, state_nodes
+
+    if isinstance(mediators, str):
+        raise InputError(f"mediators must be a sequence of names, not a string; write mediators=({mediators!r},)")
+    extra = general_parameters("all" if nsi is None or nsi == "all" else nsi, tuple(mediators))
+    if nsi is None:  # only what the other options need: the diagonal NSI are there already
+        extra = tuple(p for p in extra if not p.name.startswith("eps_"))
+    new = tuple(p for p in extra if p.name not in params)
+    opts = FlavourOptions(propagation=bool(propagation), period=day_night or "day")
+    earth = None if opts.period == "day" else earth_exposure(latitude, dtype=dt)
+    nodes = tuple(state_nodes(s.pre, s.t_mid, radiative=radiative) for s in sigs)
+    return dict(parameters=ParameterSet(params.parameters + new), flavour=opts, state_nodes=nodes, earth=earth)

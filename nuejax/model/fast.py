@@ -20,6 +20,18 @@ by evaluating it at unit couplings and taking exact differences (for a quadratic
 :math:`c_1 = [f(1) - f(-1)]/2`, :math:`c_2 = [f(1) + f(-1)]/2 - f(0)`), so both paths share one
 implementation of the physics; the tests check that they agree to 1e-12. With a flavour-vector
 magnetic moment the fast path is not available (the model then uses the general path).
+
+The general case (:mod:`nuejax.model.flavour`) is a quadratic polynomial too, in the real and
+imaginary parts of every NSI entry, :math:`\mu_\nu` and the mediator couplings, at fixed
+oscillations, mediator masses and state (:math:`\rho` does not depend on the couplings unless
+NSI act in propagation, which the fast path refuses). With :math:`n` such parameters
+:math:`\theta` in the model, the spectrum of each signal is
+:math:`f = f_0 + \sum_i\theta_i J_i + \sum_{i\le j}\theta_i\theta_j H_{ij}`, with :math:`f_0`,
+:math:`J` and :math:`H` taken exactly by forward-mode autodiff of the trace form at
+:math:`\theta = 0`; monomials whose templates vanish identically (e.g. :math:`\mu_\nu\varepsilon`,
+:math:`\varepsilon^L_{ee}\varepsilon^L_{\mu\tau}`) are dropped. At most
+:math:`1 + n + n(n+1)/2` templates: with all 18 NSI parameters and :math:`\mu_\nu`, 143 remain
+of 210, 164 of 253 with both mediators (:attr:`FastModel.monomials` lists them).
 """
 
 from __future__ import annotations
@@ -32,12 +44,15 @@ import numpy as np
 
 from ..physics.precomputed import coefficients_from_probes, nsi_coefficients, probe_points
 from ..physics.spectra import recoil_spectrum
-from ..errors import ParameterError
+from ..errors import ModelProtocolError, ParameterError
+from ..physics.general_nsi import trace_form
 from .likelihood import poisson_nll
+from .flavour import GENERAL_NSI_NAMES, NONLINEAR_PHYSICS, general_physics_from_params, state_sums
 from .parameters import ParameterSet, unknown_name_message
 from .spectral_model import ModelMethods, SpectralModel, osc_from_params, physics_from_params
 
-__all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "N_BASIS", "OSC_PARAMS"]
+__all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "model_coefficients", "N_BASIS",
+           "OSC_PARAMS"]
 
 OSC_PARAMS = ("sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23")
 N_BASIS = 1 + 5 * 3 + 1
@@ -50,6 +65,17 @@ def basis_coefficients(params) -> jax.Array:
     mu = jnp.asarray(params.get("mu_nu", 0.0))
     nsi = nsi_coefficients(phys.eps_L, phys.eps_R).ravel()
     return jnp.concatenate([jnp.ones(1, dtype=nsi.dtype), nsi, (mu**2)[None]])
+
+
+def model_coefficients(model, params) -> jax.Array:
+    """The basis coefficients of ``model`` at ``params``: :func:`basis_coefficients`, or the
+    monomials of the general case."""
+    if not model.monomials:
+        return basis_coefficients(params)
+    theta = jnp.stack([jnp.ones(())] + [jnp.asarray(params[n]) for n in model.poly_names])
+    i = np.array([m[0] + 1 for m in model.monomials])
+    j = np.array([m[1] + 1 for m in model.monomials])
+    return theta[i] * theta[j]
 
 
 @jax.tree_util.register_dataclass
@@ -73,6 +99,11 @@ class FastModel(ModelMethods):
     #: Gaussian pulls of the baked-in oscillation parameters at ``osc_values`` (a constant of
     #: -2 ln L that the general path carries as well): fast == general everywhere, off-centre too.
     baked_pulls: jax.Array = 0.0
+    #: General case: the polynomial parameters and the monomials (i, j) of the basis, index -1
+    #: meaning 1 ((-1, -1) is the constant, (i, -1) the linear term of parameter i). Empty: the
+    #: 17-template flavour-diagonal basis of :func:`basis_coefficients`.
+    poly_names: tuple = field(metadata=dict(static=True), default=())
+    monomials: tuple = field(metadata=dict(static=True), default=())
 
     @property
     def n_obs(self) -> int:
@@ -93,7 +124,7 @@ class FastModel(ModelMethods):
 def fast_expected(model: FastModel, params) -> jax.Array:
     """Expected counts on the fast path (same as :func:`nuejax.model.expected` at fixed oscillations)."""
     a = jnp.stack([params[n] for n in model.norms])
-    sig = jnp.einsum("k,b,kbj->j", a, basis_coefficients(params), model.basis)
+    sig = jnp.einsum("k,b,kbj->j", a, model_coefficients(model, params), model.basis)
     total = sig
     if model.background_names:
         total = total + jnp.stack([params["rate_" + b] for b in model.background_names]) @ model.templates
@@ -105,7 +136,7 @@ def fast_components(model: FastModel, params) -> dict:
 
     Signals sharing a normalisation parameter (the ⁷Be lines, CNO) are summed under its name.
     """
-    c = basis_coefficients(params)
+    c = model_coefficients(model, params)
     scale = model.exposure * model.mask
     out = {}
     for k, n in enumerate(model.norms):
@@ -121,9 +152,8 @@ def fast_nll(model: FastModel, params, data) -> jax.Array:
     return poisson_nll(fast_expected(model, params), data) + model.parameters.pulls(params) + model.baked_pulls
 
 
-def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastModel:
-    """Precompute the fast path of ``model`` at the oscillation parameters ``osc_params``
-    (default: the parameter set's values). Errors if the model has a per-flavour magnetic moment."""
+def _baked_base(model, osc_params):
+    """The model's defaults with the oscillation parameters ``osc_params`` (checked) put in."""
     base = model.parameters.defaults()
     if osc_params:
         for k in osc_params:
@@ -131,6 +161,30 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
                 raise ParameterError(unknown_name_message(k, OSC_PARAMS, "oscillation parameter"))
         base = model.parameters.values({k: v for k, v in osc_params.items() if k in model.parameters})
         base.update({k: jnp.asarray(v) for k, v in osc_params.items() if k not in model.parameters})
+    return base
+
+
+def _fast_from_rows(model, rows, base, baked_names, **general) -> FastModel:
+    """A FastModel from its folded basis rows (one (n_basis, n_obs) per signal), the parameters
+    ``baked_names`` fixed at their ``base`` values (their pulls kept as a constant)."""
+    params = ParameterSet(tuple(p for p in model.parameters.parameters if p.name not in baked_names))
+    osc_values = tuple((k, float(base[k])) for k in baked_names if k in base)
+    baked = ParameterSet(tuple(p for p in model.parameters.parameters if p.name in baked_names))
+    baked_pulls = baked.pulls({k: base[k] for k in baked.names}).astype(rows[0].dtype)
+    return FastModel(jnp.stack(rows), model.templates, model.mask, model.obs_edges, model.exposure,
+                     tuple(s.norm for s in model.signals), model.background_names, params, osc_values, baked_pulls,
+                     **general)
+
+
+def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastModel:
+    """Precompute the fast path of ``model`` at the oscillation parameters ``osc_params``
+    (default: the parameter set's values). Errors if the model has a per-flavour magnetic moment.
+
+    A general-case model (:mod:`nuejax.model.flavour`) bakes in its mediator masses too, and
+    refuses NSI in propagation (the state then depends on the couplings: not a polynomial)."""
+    base = _baked_base(model, osc_params)
+    if model.flavour is not None:
+        return _general_fast_model(model, base)
     osc = osc_from_params(base)
     probes = probe_points(1.0)  # mu_nu = 1 (x 1e-11 mu_B), the unit of the mu_nu parameter
     rows = []
@@ -138,9 +192,41 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
         f = jax.jit(jax.vmap(lambda p, s=sig: recoil_spectrum(
             s.source, s.t_mid, p, osc, radiative=model.radiative, n_quad=model.n_quad, in_sigma0_units=True)))(probes)
         rows.append(coefficients_from_probes(f) @ sig.kernel)
-    params = ParameterSet(tuple(p for p in model.parameters.parameters if p.name not in OSC_PARAMS))
-    osc_values = tuple((k, float(base[k])) for k in OSC_PARAMS if k in base)
-    baked = ParameterSet(tuple(p for p in model.parameters.parameters if p.name in OSC_PARAMS))
-    baked_pulls = baked.pulls({k: base[k] for k in baked.names}).astype(rows[0].dtype)
-    return FastModel(jnp.stack(rows), model.templates, model.mask, model.obs_edges, model.exposure,
-                     tuple(s.norm for s in model.signals), model.background_names, params, osc_values, baked_pulls)
+    return _fast_from_rows(model, rows, base, OSC_PARAMS)
+
+
+#: The polynomial parameters of the general case, in basis order.
+POLY_PARAMS = GENERAL_NSI_NAMES + ("mu_nu", "zprime_coupling", "phi_coupling")
+
+
+def _general_fast_model(model: SpectralModel, base) -> FastModel:
+    """Fast path of a general-case model (module docstring): exact polynomial templates by autodiff."""
+    if model.flavour.propagation:
+        raise ModelProtocolError("the fast path needs NSI in propagation off (propagation_nsi=False): with it the "
+                                 "flavour state depends on the couplings and the spectrum is not a polynomial in them; "
+                                 "use the general path (the model itself)")
+    osc = osc_from_params(base)
+    poly = tuple(n for n in POLY_PARAMS if n in model.parameters)
+    n = len(poly)
+    pairs = [(-1, -1)] + [(i, -1) for i in range(n)] + [(i, j) for i in range(n) for j in range(i, n)]
+
+    @jax.jit
+    def polynomial(sig, nodes, earth):
+        R = state_sums(sig.source, sig.pre, nodes, osc, exposure=earth, period=model.flavour.period)
+
+        def f(theta):
+            p = dict(base)
+            p.update({k: theta[i] for i, k in enumerate(poly)})
+            return trace_form(R, nodes.gL, nodes.gR, sig.t_mid, general_physics_from_params(p))
+
+        zero = jnp.zeros(n, dtype=sig.t_mid.dtype)
+        f0, J, H = f(zero), jax.jacfwd(f)(zero), jax.jacfwd(jax.jacfwd(f))(zero)
+        rows = [f0] + [J[:, i] for i in range(n)]
+        rows += [0.5 * H[:, i, i] if i == j else H[:, i, j] for i in range(n) for j in range(i, n)]
+        return jnp.stack(rows) @ sig.kernel
+
+    rows = [polynomial(s, nd, model.earth) for s, nd in zip(model.signals, model.state_nodes)]
+    keep = np.flatnonzero(np.any(np.stack([np.asarray(r) != 0.0 for r in rows]), axis=(0, 2)))
+    rows = [r[keep] for r in rows]
+    return _fast_from_rows(model, rows, base, OSC_PARAMS + NONLINEAR_PHYSICS, poly_names=poly,
+                           monomials=tuple(pairs[k] for k in keep))

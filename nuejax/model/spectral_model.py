@@ -136,6 +136,12 @@ class SpectralModel(ModelMethods):
     groups: tuple = ()
     group_members: tuple = field(metadata=dict(static=True), default=())
     kernels: jax.Array | tuple | None = None
+    #: The general case (:mod:`nuejax.model.flavour`): its static options (None: the
+    #: flavour-diagonal model of the paper), the per-signal tensors of the trace form and the
+    #: Earth exposure of a night or yearly-average model.
+    flavour: object = field(metadata=dict(static=True), default=None)
+    state_nodes: tuple = ()
+    earth: object = None
 
     def __post_init__(self):
         if not isinstance(self.signals, _Signals):
@@ -200,7 +206,12 @@ def osc_from_params(p) -> OscillationParams:
 
 def signal_spectra(model: SpectralModel, params) -> list:
     """Recoil spectra f_T of all signals at ``params`` in σ0 units, a list in signal order
-    (one vectorised evaluation per group of equally shaped spectra)."""
+    (one vectorised evaluation per group of equally shaped spectra; a general-case model:
+    :func:`~nuejax.model.flavour.general_signal_spectra`)."""
+    if model.flavour is not None:
+        from .flavour import general_signal_spectra
+
+        return general_signal_spectra(model, params)
     phys = physics_from_params(params)
     osc = osc_from_params(params)
     out = [None] * len(model.signals)
@@ -229,13 +240,24 @@ def expected(model: SpectralModel, params) -> jax.Array:
 
 def expected_direct(model: SpectralModel, params) -> jax.Array:
     """:func:`expected` with the recoil spectra computed from scratch by
-    :func:`~nuejax.physics.recoil_spectrum` (the reference the precomputed route is tested against)."""
-    phys = physics_from_params(params)
+    :func:`~nuejax.physics.recoil_spectrum` (the reference the precomputed route is tested against;
+    a general-case model: :func:`~nuejax.physics.spectra.recoil_spectrum_general`)."""
     osc = osc_from_params(params)
+    if model.flavour is not None:
+        from ..physics.spectra import recoil_spectrum_general
+        from .flavour import general_physics_from_params
+
+        gen = general_physics_from_params(params)
+        spectrum = lambda s, t: recoil_spectrum_general(  # noqa: E731
+            s, t, gen, osc, propagation=model.flavour.propagation, exposure=model.earth, period=model.flavour.period,
+            radiative=model.radiative, n_quad=model.n_quad, in_sigma0_units=True)
+    else:
+        phys = physics_from_params(params)
+        spectrum = lambda s, t: recoil_spectrum(s, t, phys, osc, radiative=model.radiative,  # noqa: E731
+                                             n_quad=model.n_quad, in_sigma0_units=True)
     total = jnp.zeros(model.n_obs, dtype=model.templates.dtype)
     for sig in model.signals:
-        f = recoil_spectrum(sig.source, sig.t_mid, phys, osc, radiative=model.radiative, n_quad=model.n_quad,
-                            in_sigma0_units=True)
+        f = spectrum(sig.source, sig.t_mid)
         total = total + params[sig.norm] * (f @ sig.kernel)
     if model.background_names:
         total = total + jnp.stack([params["rate_" + b] for b in model.background_names]) @ model.templates

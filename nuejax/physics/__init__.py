@@ -12,7 +12,18 @@ from .cross_section import (
     sigma_total,
     t_max,
     tree_couplings,
+    weak_kinematics,
 )
+from .general_nsi import (
+    MEDIATOR_COUPLING_UNIT,
+    GeneralPhysics,
+    dsigma_dT_matrix,
+    dsigma_dT_state,
+    hermitian,
+    scalar_mediator_dsigma_dT,
+    vector_mediator_epsilon,
+)
+from .earth import DETECTOR_LATITUDES, EarthExposure, arrival_density_matrix, earth_exposure, night_density_matrix
 from .oscillation import (
     OscillationParams,
     ProductionProfile,
@@ -21,6 +32,10 @@ from .oscillation import (
     pmns_abs2,
     production_profile,
     survival_probability,
+    pmns_matrix,
+    density_matrix,
+    mass_state_weights_nsi,
+    mass_state_weights_three_flavour,
 )
 from .solar import CNO_NAMES, COMPONENT_NAMES, COMPONENTS, SOLAR_MODELS, SUBCOMPONENT_NAMES, flux, get_component
 from .spectra import (
@@ -32,6 +47,10 @@ from .spectra import (
     recoil_bin_quadrature,
     recoil_spectrum,
     uniform_recoil_edges,
+    recoil_spectrum_general,
+    event_rate_general,
+    day_night_asymmetry,
+    state_table,
 )
 from .rates import component_rates
 

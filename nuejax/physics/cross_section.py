@@ -51,6 +51,7 @@ __all__ = [
     "tree_couplings",
     "bks_couplings",
     "bks_qed_functions",
+    "weak_kinematics",
     "dsigma_dT_weak",
     "dsigma_dT_mm",
     "dsigma_dT",
@@ -267,6 +268,38 @@ def _eps(x):
     return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
+def weak_kinematics(T, E, *, radiative=True, sw2=SW2_LOW_ENERGY):
+    r"""The flavour-independent kinematic factors and the couplings of the weak cross section.
+
+    The weak :math:`d\sigma/dT` (tree level or BKS) factorises as
+
+    .. math::
+        \frac{d\sigma}{dT} = \sigma_0\big[g_L^2 K_A + g_R^2 K_B + g_L g_R K_C\big],\quad
+        K_A = 1 + \tfrac\alpha\pi f_-,\ K_B = (1-z)^2(1 + \tfrac\alpha\pi f_+),\
+        K_C = -\tfrac{m_e z}{E}(1 + \tfrac\alpha\pi f_\pm),
+
+    :math:`z = T/E`, :math:`\sigma_0 = 2G_F^2m_e/\pi` (BKS Eq. A1; tree level: :math:`f = 0`),
+    where only the couplings :math:`g_{L,R}` depend on the flavour (BKS: and on :math:`T`).
+
+    Returns ``(valid, K, gL, gR)``: the physical-region mask ``broadcast(T, E).shape``, ``K`` of
+    shape ``broadcast(T, E).shape + (3,)`` (:math:`K_A, K_B, K_C`, guarded finite outside the
+    physical region, where ``valid`` is False) and the couplings ``gL``, ``gR`` of shape
+    ``(..., 3)`` (flavours e, μ, τ) in the tree-level sign convention.
+    """
+    valid, T_s, E_s = _kinematics(T, E)
+    z = T_s / E_s
+    if radiative:
+        gL, gR = bks_couplings(T_s)
+        f_minus, f_plus, f_pm = bks_qed_functions(T_s, E_s)
+        c = ALPHA / np.pi
+        k_minus, k_plus, k_pm = (1.0 + c * f for f in (f_minus, f_plus, f_pm))
+    else:
+        gL, gR = tree_couplings(sw2)
+        k_minus = k_plus = k_pm = jnp.ones_like(z)
+    K = jnp.stack([k_minus, (1.0 - z) ** 2 * k_plus, -(M_E * z / E_s) * k_pm], axis=-1)
+    return valid, K, gL, gR
+
+
 def dsigma_dT_weak(T, E, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), *, radiative=True,
                    sw2=SW2_LOW_ENERGY, in_sigma0_units=False):
     r"""Weak (SM + flavour-diagonal NSI) :math:`d\sigma_\alpha/dT` in cm^2/MeV, shape ``(..., 3)``.
@@ -284,23 +317,13 @@ def dsigma_dT_weak(T, E, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), *, radiat
     ``T`` and ``E`` [MeV] broadcast against each other; zero outside :math:`0 \le T \le T_{max}(E)`.
     ``in_sigma0_units=True`` returns the result in units of :data:`SIGMA0_PER_MEV`
     (:math:`2G_F^2 m_e/\pi` = 1.72e-44 cm^2/MeV) -- needed in float32, whose range ends near 1e-38.
+    The kinematic factors are those of :func:`weak_kinematics`.
     """
-    valid, T_s, E_s = _kinematics(T, E)
-    eps_L = _eps(eps_L)
-    eps_R = _eps(eps_R)
-    Tv, Ev = T_s[..., None], E_s[..., None]
-    z = Tv / Ev
-    if radiative:
-        gL, gR = bks_couplings(T_s)
-        f_minus, f_plus, f_pm = bks_qed_functions(T_s, E_s)
-        c = ALPHA / np.pi
-        k_minus, k_plus, k_pm = (1.0 + c * f[..., None] for f in (f_minus, f_plus, f_pm))
-    else:
-        gL, gR = tree_couplings(sw2)
-        k_minus = k_plus = k_pm = 1.0
-    gL = gL + eps_L
-    gR = gR + eps_R
-    xs = gL**2 * k_minus + gR**2 * (1.0 - z) ** 2 * k_plus - gL * gR * (M_E * z / Ev) * k_pm
+    valid, K, gL, gR = weak_kinematics(T, E, radiative=radiative, sw2=sw2)
+    gL = gL + _eps(eps_L)
+    gR = gR + _eps(eps_R)
+    K = K[..., None, :]
+    xs = gL**2 * K[..., 0] + gR**2 * K[..., 1] + gL * gR * K[..., 2]
     unit = 1.0 if in_sigma0_units else SIGMA0_PER_MEV
     return jnp.where(valid[..., None], unit * xs, 0.0)
 

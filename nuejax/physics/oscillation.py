@@ -19,7 +19,9 @@ matrix, standard parametrisation), which gives
 :math:`1 - P_{ee}` into :math:`\nu_\mu` and :math:`\nu_\tau` through :math:`\theta_{23}` (and
 :math:`\delta_{CP}`). Each is averaged over the production region of the component,
 :math:`\bar P(E) = \sum_r f_k(r)\,\Delta r\,P(E; r)`, with :math:`n_e(r)` and :math:`f_k(r)`
-from the B16 tables (Vinyoles et al. 2017). Earth-matter (day-night) effects are not included.
+from the B16 tables (Vinyoles et al. 2017). The full flavour density matrix of the arriving state
+(:func:`density_matrix`) and NSI in propagation (:func:`mass_state_weights_nsi`) are below;
+Earth-matter (day-night) effects are in :mod:`nuejax.physics.earth`.
 
 All functions are pure ``jax.numpy``: differentiable in every oscillation parameter.
 """
@@ -46,6 +48,12 @@ __all__ = [
     "pmns_abs2",
     "flavour_probabilities",
     "survival_probability",
+    "pmns_matrix",
+    "nsi_matter_block",
+    "mass_state_weights_nsi",
+    "density_from_weights",
+    "density_matrix",
+    "mass_state_weights_three_flavour",
 ]
 
 
@@ -236,3 +244,146 @@ def flavour_probabilities(E, osc: OscillationParams, profile: ProductionProfile)
 def survival_probability(E, osc: OscillationParams, profile: ProductionProfile):
     r"""Production-averaged :math:`\bar P_{ee}(E)`."""
     return flavour_probabilities(E, osc, profile)[..., 0]
+
+
+# -- the flavour state arriving at the Earth: density matrix, NSI in propagation -----------------
+def pmns_matrix(osc: OscillationParams):
+    r"""The PMNS matrix :math:`U = R_{23}\,U_{13}(\delta)\,R_{12}` (PDG convention), complex (3, 3).
+
+    :math:`U_{13} = \begin{pmatrix} c_{13} & 0 & s_{13}e^{-i\delta}\\ 0 & 1 & 0\\
+    -s_{13}e^{i\delta} & 0 & c_{13}\end{pmatrix}`; rows :math:`e, \mu, \tau`, columns 1, 2, 3
+    (R. L. Workman et al. (PDG), Prog. Theor. Exp. Phys. 2022, 083C01, Eq. 14.33).
+    A complex off-diagonal NSI coupling is defined relative to this phase convention.
+    """
+    return _rotation_23(osc) @ _u13(osc) @ _rotation_12(osc)
+
+
+def _sc(s2):
+    s2 = jnp.asarray(s2)
+    return jnp.sqrt(s2), jnp.sqrt(1.0 - s2)
+
+
+def _rotation_12(osc):
+    s, c = _sc(osc.sin2_theta12)
+    o, z = jnp.ones_like(s), jnp.zeros_like(s)
+    return jnp.array([[c, s, z], [-s, c, z], [z, z, o]]).astype(_complex(s))
+
+
+def _rotation_23(osc):
+    s, c = _sc(osc.sin2_theta23)
+    o, z = jnp.ones_like(s), jnp.zeros_like(s)
+    return jnp.array([[o, z, z], [z, c, s], [z, -s, c]]).astype(_complex(s))
+
+
+def _u13(osc):
+    s, c = _sc(osc.sin2_theta13)
+    ph = jnp.exp(-1j * jnp.asarray(osc.delta_cp, dtype=_complex(s)))
+    o, z = jnp.ones_like(s).astype(ph.dtype), jnp.zeros_like(s).astype(ph.dtype)
+    return jnp.array([[c + z, z, s * ph], [z, o, z], [-s * jnp.conj(ph), z, c + z]])
+
+
+def _complex(x):
+    return jnp.result_type(x, 1j)
+
+
+def _propagation_basis(osc):
+    r""":math:`O = R_{23}U_{13}`: :math:`U = O R_{12}`; in the basis :math:`\nu' = O^\dagger\nu` the
+    heavy state :math:`\nu_3` decouples and :math:`(\nu'_1, \nu'_2)` mix through :math:`\theta_{12}`."""
+    return _rotation_23(osc) @ _u13(osc)
+
+
+def nsi_matter_block(eps_V, osc: OscillationParams):
+    r"""The (1', 2') block of :math:`O^\dagger\varepsilon^V O`: ``(d11, d22, b12)``, the real diagonal
+    entries and the complex off-diagonal one.
+
+    In the propagation basis :math:`\nu' = O^\dagger\nu` (:math:`O = R_{23}U_{13}`) the matter
+    term :math:`V[\mathrm{diag}(1,0,0) + \varepsilon^V]` has the (1', 2') block
+    :math:`V\begin{pmatrix}c_{13}^2 + \varepsilon'_{11} & \varepsilon'_{12}\\ \varepsilon'^*_{12} &
+    \varepsilon'_{22}\end{pmatrix}` (M. C. Gonzalez-Garcia and M. Maltoni, JHEP 09 (2013) 152,
+    arXiv:1307.3092, Sec. 2: their :math:`\varepsilon_D, \varepsilon_N` are
+    :math:`(\varepsilon'_{22} - \varepsilon'_{11})/2` and :math:`\varepsilon'_{12}` up to their phase
+    convention).
+    """
+    O = _propagation_basis(osc)
+    e = jnp.conj(O).T @ eps_V @ O
+    return jnp.real(e[0, 0]), jnp.real(e[1, 1]), e[0, 1]
+
+
+def mass_state_weights_nsi(E, osc: OscillationParams, profile: ProductionProfile, eps_V):
+    r"""Production-averaged mass-state weights :math:`\bar P_i(E)` with NSI in propagation, ``E.shape + (3,)``.
+
+    One-mass-scale dominance as in :func:`mass_state_weights`, with the effective two-state
+    Hamiltonian of :func:`nsi_matter_block` (times :math:`2E`, in eV²)
+
+    .. math::
+        H = \frac{\Delta m^2_{21}}{2}\begin{pmatrix}-\cos2\theta_{12} & \sin2\theta_{12}\\
+        \sin2\theta_{12} & \cos2\theta_{12}\end{pmatrix}
+        + A_0\begin{pmatrix}c_{13}^2 + \varepsilon'_{11} & \varepsilon'_{12}\\
+        \varepsilon'^*_{12} & \varepsilon'_{22}\end{pmatrix},\quad A_0 = 2\sqrt2 G_F n_e E,
+
+    whose lower eigenvector (the state that becomes :math:`\nu_1` at the surface, adiabatically)
+    has :math:`|v_{1'}|^2 = \tfrac12[1 - (a - d)/\sqrt{(a-d)^2 + 4|b|^2}]` for
+    :math:`H = \begin{pmatrix}a & b\\ b^* & d\end{pmatrix}`; :math:`P_1 = c_{13}^2|v_{1'}|^2`,
+    :math:`P_2 = c_{13}^2 - P_1`, :math:`P_3 = s_{13}^2`. ``eps_V`` = :math:`\varepsilon^L +
+    \varepsilon^R` (3, 3), Hermitian, NSI with electrons. At :math:`\varepsilon^V = 0` this is
+    :func:`mass_state_weights` (test: 1e-15). Differentiable by plain autodiff.
+    """
+    E = jnp.asarray(E)
+    dt = jnp.result_type(E, profile.n_e)
+    s12, s13 = jnp.asarray(osc.sin2_theta12, dt), jnp.asarray(osc.sin2_theta13, dt)
+    dm2 = jnp.asarray(osc.dm2_21, dt)
+    c13 = 1.0 - s13
+    d11, d22, b12 = nsi_matter_block(jnp.asarray(eps_V), osc)
+    A0 = 2.0 * (E.astype(dt)[..., None] * 1e6) * V_CC_EV_PER_MOL_CM3 * profile.n_e.astype(dt)
+    a_minus_d = -dm2 * (1.0 - 2.0 * s12) + A0 * (c13 + d11 - d22)
+    b = dm2 * jnp.sqrt(s12 * (1.0 - s12)) + A0 * b12  # Δm² sin2θ/2 + A0 ε'12
+    R = jnp.sqrt(a_minus_d**2 + 4.0 * jnp.abs(b) ** 2)
+    v1 = 0.5 * (1.0 - a_minus_d / R)
+    P1 = c13 * _zone_sum(profile.weight.astype(dt), v1)
+    return jnp.stack([P1, c13 - P1, jnp.broadcast_to(s13, P1.shape)], axis=-1)
+
+
+def density_from_weights(P, osc: OscillationParams):
+    r""":math:`\rho = U\,\mathrm{diag}(P)\,U^\dagger`, i.e. :math:`\rho_{\alpha\beta} = \sum_i P_i U_{\alpha i}U^*_{\beta i}`:
+    the incoherent mixture of mass states with weights ``P`` (..., 3) in the flavour basis, (..., 3, 3) complex."""
+    U = pmns_matrix(osc)
+    return jnp.einsum("ai,...i,bi->...ab", U, P.astype(U.dtype), jnp.conj(U))
+
+
+def density_matrix(E, osc: OscillationParams, profile: ProductionProfile, eps_V=None):
+    r"""Flavour density matrix of the solar neutrinos of energy ``E`` arriving at the Earth (day), (..., 3, 3).
+
+    :math:`\rho_{\alpha\beta}(E) = \sum_i \bar P_i(E)\,U_{\alpha i}U^*_{\beta i}`, production-averaged
+    mass-state weights from :func:`mass_state_weights` (``eps_V=None``: no NSI in propagation) or
+    :func:`mass_state_weights_nsi`. Its diagonal is :func:`flavour_probabilities`.
+    """
+    P = (mass_state_weights(E, osc, profile) if eps_V is None
+         else mass_state_weights_nsi(E, osc, profile, eps_V))
+    return density_from_weights(P, osc)
+
+
+def mass_state_weights_three_flavour(E, osc: OscillationParams, profile: ProductionProfile, eps_V=None, *,
+                                     dm2_31: float = 2.513e-3):
+    r"""Production-averaged adiabatic weights :math:`\bar P_i = \sum_r w_r|U^m_{ei}(r)|^2` from the full
+    three-flavour Hamiltonian :math:`U\mathrm{diag}(0, \Delta m^2_{21}, \Delta m^2_{31})U^\dagger/2E +
+    V[\mathrm{diag}(1,0,0) + \varepsilon^V]` (eigenvectors by ``eigh``, ordered by eigenvalue, which
+    for normal ordering and no level crossing follow the vacuum states 1, 2, 3), ``E.shape + (3,)``.
+
+    The reference for the one-mass-scale approximation of :func:`mass_state_weights` and
+    :func:`mass_state_weights_nsi`, which neglects the matter correction to
+    :math:`\theta_{13}` (:math:`\sim 2s_{13}^2 A/\Delta m^2_{31}`: 1e-4 in :math:`P_{ee}` at ⁷Be,
+    1e-3 for ⁸B at 15 MeV; docs/physics.md). ``dm2_31`` in eV² (NuFIT 6.0, normal ordering).
+    Not used by the models: it costs a 3×3 ``eigh`` per energy and zone.
+    """
+    E = jnp.asarray(E)
+    U = pmns_matrix(osc)
+    dm2 = jnp.stack([jnp.zeros(()), jnp.asarray(osc.dm2_21), jnp.asarray(dm2_31)]).astype(U.dtype)
+    eps = jnp.zeros((3, 3), U.dtype) if eps_V is None else jnp.asarray(eps_V, U.dtype)
+    pot = jnp.zeros((3, 3), U.dtype).at[0, 0].set(1.0) + eps
+    # in eV^2 (x 2E): vacuum + 2 E V(r) [diag(1,0,0) + eps]
+    vac = U @ jnp.diag(dm2) @ jnp.conj(U).T
+    A = 2.0 * (E[..., None] * 1e6) * V_CC_EV_PER_MOL_CM3 * profile.n_e  # (..., zones)
+    H = vac + A[..., None, None] * pot
+    _, vecs = jnp.linalg.eigh(H)  # ascending eigenvalues
+    pe = jnp.abs(vecs[..., 0, :]) ** 2  # |<nu_e | nu_i^m>|^2
+    return jnp.einsum("...ri,r->...i", pe, profile.weight.astype(pe.dtype))

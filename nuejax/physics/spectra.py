@@ -53,6 +53,10 @@ __all__ = [
     "differential_rate",
     "event_rate",
     "rate_per_day_factor",
+    "state_table",
+    "recoil_spectrum_general",
+    "event_rate_general",
+    "day_night_asymmetry",
 ]
 
 
@@ -297,3 +301,91 @@ def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
         sig = sigma_total(E, physics, T_min=th, radiative=radiative, in_sigma0_units=True)
         cross = jnp.sum(W[:, None] * g * sig)
     return rate_per_day_factor(source, n_electrons, in_sigma0_units=True) * cross
+
+
+# -- the general case: a flavour state, general NSI, light mediators, day and night ---------------
+def state_table(source: SolarSource, osc: OscillationParams = OscillationParams(), *, eps_V=None,
+                exposure=None, period: str = "day"):
+    r""":math:`\lambda(E)\,\rho(E)` on the source's table, (n, 3, 3) complex: the unit-normalised
+    spectrum times the flavour density matrix at the detector
+    (:func:`~nuejax.physics.earth.arrival_density_matrix`; ``eps_V``: NSI in propagation)."""
+    from .earth import arrival_density_matrix
+
+    rho = arrival_density_matrix(source.energies, osc, source.profile, eps_V=eps_V, exposure=exposure, period=period)
+    return source.weights[:, None, None] * rho
+
+
+def _interp_matrix(x, grid, table):
+    """Linear interpolation of a (n, 3, 3) complex table at ``x``; zero outside the grid."""
+    flat = table.reshape(table.shape[0], -1)
+    re = _interp_uniform(x, grid, jnp.real(flat))
+    im = _interp_uniform(x, grid, jnp.imag(flat))
+    return (re + 1j * im).reshape(x.shape + (3, 3))
+
+
+def recoil_spectrum_general(source: SolarSource, T, physics=None, osc: OscillationParams = OscillationParams(), *,
+                            propagation: bool = False, exposure=None, period: str = "day", radiative: bool = True,
+                            n_quad: int = 48, in_sigma0_units: bool = False):
+    r"""Recoil spectrum per unit flux of the general case [cm^2/MeV]:
+    :math:`f_T(T) = \int dE\,\lambda(E)\,\mathrm{Re\,Tr}[\rho(E)\,Q(T, E)]` with the cross-section
+    matrix :math:`Q` of :func:`~nuejax.physics.general_nsi.dsigma_dT_matrix` (general Hermitian NSI,
+    magnetic moment, light mediators) and the state :math:`\rho` at the detector
+    (:func:`state_table`). ``physics`` is a :class:`~nuejax.physics.general_nsi.GeneralPhysics`
+    (or a flavour-diagonal :class:`NewPhysics`); ``propagation=True`` puts its
+    :math:`\varepsilon^V = \varepsilon^L + \varepsilon^R` into the matter potential as well;
+    ``period`` and ``exposure`` as in :func:`~nuejax.physics.earth.arrival_density_matrix`.
+    Same quadrature as :func:`recoil_spectrum`, which it equals for diagonal couplings (tests)."""
+    from .general_nsi import GeneralPhysics, dsigma_dT_state
+
+    physics = GeneralPhysics() if physics is None else physics
+    if isinstance(physics, NewPhysics):
+        physics = GeneralPhysics.from_new_physics(physics)
+    kw = dict(radiative=radiative, in_sigma0_units=in_sigma0_units)
+    T = jnp.asarray(T, dtype=source.energies.dtype)
+    table = state_table(source, osc, eps_V=physics.eps_V if propagation else None, exposure=exposure, period=period)
+    if source.is_line:
+        xs = dsigma_dT_state(T[..., None], source.energies, table, physics, **kw)  # (..., L)
+        return jnp.sum(xs, axis=-1)
+    E, W = energy_nodes(source, T, n_quad)
+    rho = _interp_matrix(E, source.energies, table)  # (..., q, 3, 3)
+    return jnp.sum(W * dsigma_dT_state(T[..., None], E, rho, physics, **kw), axis=-1)
+
+
+def event_rate_general(source: SolarSource, physics=None, osc: OscillationParams = OscillationParams(), *,
+                       threshold=0.0, n_electrons: float = N_E_PER_100T, n_T_quad: int = 96, **kw):
+    r"""Event rate above the recoil ``threshold`` [MeV] in counts/day for ``n_electrons`` targets, of
+    the general case: :math:`N_e\Phi\int_{T_{th}}^{T_{end}} f_T\,dT` with :func:`recoil_spectrum_general`
+    (keywords ``propagation``, ``exposure``, ``period``, ``radiative``, ``n_quad`` passed on),
+    an end-point regularised Gauss-Legendre rule of ``n_T_quad`` nodes per line or continuum
+    (each line integrated up to its own :math:`T_{max}`). A non-zero magnetic moment or a light
+    mediator needs ``threshold > 0``."""
+    x, w = _gauss_legendre_regularised(n_T_quad)
+    th = jnp.asarray(threshold, dtype=source.energies.dtype)
+    ends = t_max(source.energies) if source.is_line else source.t_end[None]
+    total = 0.0
+    for l in range(ends.shape[0]):
+        hi = jnp.maximum(ends[l], th)
+        T = th + (hi - th) * x
+        if source.is_line:
+            sub = replace(source, energies=source.energies[l:l + 1], weights=source.weights[l:l + 1])
+        else:
+            sub = source
+        f = recoil_spectrum_general(sub, T, physics, osc, in_sigma0_units=True, **kw)
+        total = total + (hi - th) * jnp.sum(w * f)
+    return rate_per_day_factor(source, n_electrons, in_sigma0_units=True) * total
+
+
+def day_night_asymmetry(source: SolarSource, exposure, osc: OscillationParams = OscillationParams(), *,
+                        threshold=0.0, t_upper=None, physics=None, **kw):
+    r"""Day–night asymmetry of the ν–e scattering rate in the recoil window [``threshold``, ``t_upper``]
+    [MeV], :math:`A_{DN} = 2(R_N - R_D)/(R_N + R_D)` (Borexino's sign; Super-Kamiokande quotes
+    :math:`-A_{DN}`), with the night rate averaged over the nadir angles of ``exposure``
+    (:func:`~nuejax.physics.earth.earth_exposure`). Keywords as in :func:`event_rate_general`."""
+    def rate(period):
+        r = event_rate_general(source, physics, osc, threshold=threshold, exposure=exposure, period=period, **kw)
+        if t_upper is not None:
+            r = r - event_rate_general(source, physics, osc, threshold=t_upper, exposure=exposure, period=period, **kw)
+        return r
+
+    day, night = rate("day"), rate("night")
+    return 2.0 * (night - day) / (night + day)
