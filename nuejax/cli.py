@@ -88,6 +88,27 @@ def _add_physics_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mu-nu", type=_mu_nu_type, default=0.0, metavar="MU",
                    help="effective neutrino magnetic moment in units of 1e-11 Bohr magnetons, >= 0: "
                         "--mu-nu 3 is 3e-11 mu_B (default 0; needs --threshold > 0)")
+    g = p.add_argument_group("general case (docs/physics.md: general NSI, mediators, propagation, day-night)")
+    for pair in ("emu", "etau", "mutau"):
+        for chir in ("L", "R"):
+            for part, word in (("re", "real"), ("im", "imaginary")):
+                g.add_argument(f"--eps-{pair}-{chir}-{part}", type=_float_type(), default=0.0, metavar="X",
+                               help=f"{word} part of the off-diagonal NSI coupling epsilon^{chir}_{pair} (default 0)")
+    for med, what in (("zprime", "vector (Z')"), ("phi", "scalar")):
+        g.add_argument(f"--{med}-coupling", type=_float_type(), default=0.0, metavar="G",
+                       help=f"g_nu g_e of a {what} mediator in units of 1e-12 (default 0; needs --threshold > 0)")
+        g.add_argument(f"--{med}-mass", type=_float_type(nonnegative=True), default=10.0, metavar="MEV",
+                       help=f"mass of the {what} mediator in MeV (default 10)")
+    g.add_argument("--propagation-nsi", action="store_true",
+                   help="the NSI (eps^L + eps^R) also act in the matter potential of the Sun and the Earth")
+    g.add_argument("--day-night", choices=("day", "night", "average"), default="day",
+                   help="rates by day (no Earth crossing; the default), by night, or their yearly average")
+    g.add_argument("--latitude", default="borexino", metavar="DEG|NAME",
+                   help="detector latitude for --day-night night/average: degrees north, or borexino, "
+                        "super-kamiokande (default borexino)")
+
+
+_GENERAL_OPTIONS = tuple(f"eps_{p}_{c}_{x}" for p in ("emu", "etau", "mutau") for c in ("L", "R") for x in ("re", "im"))
 
 
 def _physics_from_args(args):
@@ -100,13 +121,44 @@ def _physics_from_args(args):
     )
 
 
+def _is_general(args) -> bool:
+    return (any(getattr(args, k) for k in _GENERAL_OPTIONS) or args.zprime_coupling or args.phi_coupling
+            or args.propagation_nsi or args.day_night != "day")
+
+
+def _general_physics_from_args(args):
+    from .model.flavour import general_physics_from_params
+
+    keys = ("eps_ee_L", "eps_mumu_L", "eps_tautau_L", "eps_ee_R", "eps_mumu_R", "eps_tautau_R", "mu_nu",
+            "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass") + _GENERAL_OPTIONS
+    return general_physics_from_params({k: float(getattr(args, k)) for k in keys})
+
+
 def _cmd_rates(args) -> int:
     from .physics import component_rates
 
     t0 = time.perf_counter()
+    general = _is_general(args)
     try:
-        rates = component_rates(_physics_from_args(args), solar_model=args.solar_model,
-                                radiative=not args.tree, threshold=args.threshold)
+        if general:
+            from .physics.earth import earth_exposure
+
+            if (args.zprime_coupling or args.phi_coupling) and args.threshold <= 0:
+                raise ValueError("a light mediator's rate needs a recoil threshold > 0 (--threshold)")
+            if args.zprime_mass <= 0 or args.phi_mass <= 0:
+                raise ValueError("mediator masses must be > 0 MeV")
+            lat = args.latitude
+            try:
+                lat = float(lat)
+            except ValueError:
+                pass
+            exposure = earth_exposure(lat) if args.day_night != "day" else None
+            rates = component_rates(_general_physics_from_args(args), solar_model=args.solar_model,
+                                    radiative=not args.tree, threshold=args.threshold,
+                                    propagation=args.propagation_nsi, period=args.day_night, exposure=exposure)
+        else:
+            rates = component_rates(_physics_from_args(args), solar_model=args.solar_model,
+                                    radiative=not args.tree, threshold=args.threshold)
     except ValueError as err:
         print(f"nuejax rates: error: {err}", file=sys.stderr)
         return 2
@@ -119,8 +171,17 @@ def _cmd_rates(args) -> int:
     print(f"solar model B16-{args.solar_model.upper()}, MSW-LMA (NuFIT 6.0 NO), {xs}")
     nonzero = [f"eps_{f}_{c} = {getattr(args, f'eps_{f}_{c}'):g}" for f in ("ee", "mumu", "tautau")
                for c in ("L", "R") if getattr(args, f"eps_{f}_{c}") != 0]
+    nonzero += [f"{k} = {getattr(args, k):g}" for k in _GENERAL_OPTIONS if getattr(args, k)]
     if args.mu_nu:
         nonzero.append(f"mu_nu = {args.mu_nu:g} x 1e-11 mu_B")
+    for med in ("zprime", "phi"):
+        if getattr(args, f"{med}_coupling"):
+            nonzero.append(f"{med}: g_nu g_e = {getattr(args, f'{med}_coupling'):g}e-12, "
+                           f"mass {getattr(args, f'{med}_mass'):g} MeV")
+    if args.propagation_nsi:
+        nonzero.append("NSI in propagation")
+    if args.day_night != "day":
+        nonzero.append(f"{args.day_night} (Earth crossing at latitude {args.latitude})")
     print("new physics: " + (", ".join(nonzero) if nonzero else "none (Standard Model)"))
     print(f"{'component':>10}  {'rate':>12}")
     for key, value in rates.items():

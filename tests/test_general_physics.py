@@ -281,3 +281,16 @@ def test_bad_general_options_are_named():
     with pytest.raises(ValueError, match="unknown detector"):
         earth_exposure("kamland-north")
     assert np.asarray(hermitian([1.0, 2.0, 3.0], [0.1, 0.2, 0.3], [0.4, 0.5, 0.6]))[1, 0] == pytest.approx(0.1 - 0.4j)
+
+
+def test_rates_command_takes_the_general_parameters(capsys):
+    from nuejax.cli import main
+    from nuejax.physics import event_rate_general
+
+    assert main(["rates", "--eps-etau-L-re", "0.1", "--eps-emu-R-im", "-0.05", "--threshold", "0.2", "--json"]) == 0
+    rates = json.loads(capsys.readouterr().out)
+    phys = GeneralPhysics(eps_L=hermitian([0, 0, 0], [0, 0.1, 0]), eps_R=hermitian([0, 0, 0], im=[-0.05, 0, 0]))
+    direct = sum(float(event_rate_general(build_source(s), phys, OSC, threshold=0.2)) for s in ("7Be_862", "7Be_384"))
+    assert rates["7Be"] == pytest.approx(direct, rel=1e-10)
+    assert main(["rates", "--zprime-coupling", "1"]) == 2  # a mediator needs a threshold
+    assert "threshold" in capsys.readouterr().err

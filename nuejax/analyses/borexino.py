@@ -72,7 +72,10 @@ class Phase3Choices:
     pp constraint (None: pp free); ``res_start``: starting extra resolution a [√keV];
     ``fit_calibration_norms``: fit one normalisation per shape in the calibration;
     ``bi210_constraint``: apply the ²¹⁰Bi half-Gaussian; ``n_T``: recoil bins per spectrum in the
-    calibration and the reweighting kernels.
+    calibration and the reweighting kernels; ``general_nsi``: NSI parameters beyond ε^{L,R}_ee
+    (names of :data:`~nuejax.model.flavour.GENERAL_NSI_NAMES`, e.g. the off-diagonal
+    ``eps_etau_L_re``), which make the reweighted physics a general-case model (fixed at 0 until
+    released).
     """
 
     rebin: int = 4
@@ -84,6 +87,7 @@ class Phase3Choices:
     res_start: float = 0.5
     fit_calibration_norms: bool = True
     n_T: int = 150
+    general_nsi: tuple = ()
 
 
 #: B16-GS98 fractional flux uncertainties (Vinyoles et al. 2017), the SSM constraints of the NSI and
@@ -137,7 +141,7 @@ def calibration_targets() -> tuple:
     return tuple(out)
 
 
-def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True):
+def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, general_nsi: tuple = ()):
     """Inner SpectralModel on the MC keV bins: each solar group's spectra folded through the
     calibrated response, per unit of the group's SM rate (norm = its rate parameter)."""
     params, pe_edges = as_photoelectron_axis(response, edges)
@@ -157,16 +161,26 @@ def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True):
         total = sum(r for _, r in members)
         signals += [dataclasses.replace(s, kernel=s.kernel / total) for s, _ in members]
     names = tuple(groups)
-    ps = ParameterSet(tuple([Parameter(n, 1.0, 0.0, 1e4) for n in names] + _physics_parameters()))
+    ps = ParameterSet(tuple([Parameter(n, 1.0, 0.0, 1e4) for n in names] + _physics_parameters(general_nsi)))
+    general = {}
+    if general_nsi:  # the general case: the trace form of nuejax.model.flavour
+        from ..model.flavour import FlavourOptions, state_nodes
+
+        general = dict(flavour=FlavourOptions(),
+                       state_nodes=tuple(state_nodes(s.pre, s.t_mid, radiative=radiative) for s in signals))
     model = SpectralModel(tuple(signals), jnp.zeros((0, len(edges) - 1)), jnp.ones(len(edges) - 1), jnp.asarray(pe_edges),
-                          1.0, (), ps, radiative)
+                          1.0, (), ps, radiative, **general)
     return model, names
 
 
-def _physics_parameters() -> list:
-    return [Parameter("eps_ee_L", 0.0, -2.0, 2.0, fixed=True, doc="NSI epsilon^L_ee"),
+def _physics_parameters(general_nsi: tuple = ()) -> list:
+    from ..model.flavour import general_parameters
+
+    base = [Parameter("eps_ee_L", 0.0, -2.0, 2.0, fixed=True, doc="NSI epsilon^L_ee"),
             Parameter("eps_ee_R", 0.0, -2.0, 2.0, fixed=True, doc="NSI epsilon^R_ee"),
             Parameter("mu_nu", 0.0, 0.0, 100.0, fixed=True, unit="1e-11 mu_B", doc="effective magnetic moment")]
+    have = {p.name for p in base}
+    return base + [p for p in general_parameters(tuple(general_nsi)) if p.name not in have]
 
 
 def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibration=None, fast: bool = True,
@@ -188,7 +202,7 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
                                          n_T=choices.n_T)
         say(f"calibrated the response on the published pp, 7Be, pep, CNO shapes in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
-    physics, physics_names = _physics(edges, calibration.response, choices.n_T)
+    physics, physics_names = _physics(edges, calibration.response, choices.n_T, general_nsi=tuple(choices.general_nsi))
     folded_sm = {}
     sm = physics.parameters.defaults()
     from ..model.spectral_model import expected as spectral_expected
@@ -218,7 +232,7 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
     if choices.pp_sigma is not None:
         cons["rate_pp"] = (131.1, choices.pp_sigma)
     ps = [Parameter(n, v, 0.0, max(1e3, 20 * v), constraint=cons.get(n), unit="cpd/100t") for n, v in starts.items()]
-    ps += _physics_parameters()
+    ps += _physics_parameters(tuple(choices.general_nsi))
     ps += [Parameter("e_scale", 1.0, 0.9, 1.1, doc="data energy / MC energy"),
            Parameter("e_offset", 0.0, -60.0, 60.0, unit="keV"),
            # lower bound > 0: as sigma -> 0 the likelihood is flat to all orders in the resolution

@@ -229,6 +229,9 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
     """
     n_T, window, exposure, signals, backgrounds = _check_build_inputs(n_T, window, exposure, signals, backgrounds,
                                                                       norms, progress)
+    general_case = nsi is not None or bool(mediators) or propagation_nsi or day_night is not None
+    if general_case:  # checked before anything is built
+        _general_options(nsi, mediators, day_night, latitude)
     report = progress if progress is not None else (lambda message: None)
     dt = resolve_dtype(dtype)
     obs_edges = unit_bin_edges(window[0], window[1], dtype=dt)
@@ -245,11 +248,28 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
     templates = np.stack(templates) if templates else np.zeros((0, len(obs_edges) - 1))
     params = default_parameters(signals, backgrounds, norms)
     general = dict()
-    if nsi is not None or mediators or propagation_nsi or day_night is not None:
+    if general_case:
         general = _general_case(sigs, params, nsi, mediators, propagation_nsi, day_night, latitude, radiative, dt)
         params = general.pop("parameters")
     return SpectralModel(tuple(sigs), jnp.asarray(templates, dtype=dt), jnp.ones(len(obs_edges) - 1, dtype=dt),
                          obs_edges, exposure, backgrounds, params, radiative, **general)
+
+
+def _general_options(nsi, mediators, day_night, latitude):
+    """Check the general-case options of :func:`borexino_like_model` (InputError naming the problem)."""
+    from ..physics.earth import DETECTOR_LATITUDES
+    from .flavour import FlavourOptions, general_parameters
+
+    if isinstance(mediators, str):
+        raise InputError(f"mediators must be a sequence of names, not a string; write mediators=({mediators!r},)")
+    if isinstance(nsi, str) and nsi != "all":
+        raise InputError(f"nsi must be 'all' or a sequence of names, not {nsi!r}; write nsi=({nsi!r},)")
+    general_parameters("all" if nsi is None or nsi == "all" else nsi, tuple(mediators))
+    FlavourOptions(period=day_night or "day")
+    if isinstance(latitude, str) and latitude.lower() not in DETECTOR_LATITUDES:
+        raise InputError(f"unknown detector {latitude!r}: known are {sorted(DETECTOR_LATITUDES)}, or give degrees")
+    if not isinstance(latitude, str) and not (-90.0 <= float(latitude) <= 90.0):
+        raise InputError(f"latitude must lie in [-90, 90] degrees, got {latitude}")
 
 
 def _general_case(sigs, params: ParameterSet, nsi, mediators, propagation, day_night, latitude, radiative, dt) -> dict:
@@ -257,8 +277,6 @@ def _general_case(sigs, params: ParameterSet, nsi, mediators, propagation, day_n
     from ..physics.earth import earth_exposure
     from .flavour import FlavourOptions, general_parameters, state_nodes
 
-    if isinstance(mediators, str):
-        raise InputError(f"mediators must be a sequence of names, not a string; write mediators=({mediators!r},)")
     extra = general_parameters("all" if nsi is None or nsi == "all" else nsi, tuple(mediators))
     if nsi is None:  # only what the other options need: the diagonal NSI are there already
         extra = tuple(p for p in extra if not p.name.startswith("eps_"))

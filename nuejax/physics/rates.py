@@ -8,30 +8,46 @@ from ..constants import N_E_PER_100T
 from .cross_section import NewPhysics
 from .oscillation import OscillationParams
 from .solar import CNO_NAMES, COMPONENT_NAMES
-from .spectra import build_source, event_rate
+from .spectra import build_source, event_rate, event_rate_general
 
 __all__ = ["component_rates"]
 
 _event_rate = jax.jit(event_rate, static_argnames=("radiative", "n_quad"))
+_event_rate_general = jax.jit(event_rate_general, static_argnames=("radiative", "n_quad", "propagation", "period"))
 
 
 def component_rates(physics: NewPhysics = NewPhysics(), osc: OscillationParams = OscillationParams(), *,
                     solar_model: str = "gs98", radiative: bool = True, threshold: float = 0.0,
-                    n_electrons: float = N_E_PER_100T, dtype=None) -> dict[str, float]:
+                    n_electrons: float = N_E_PER_100T, dtype=None, propagation: bool = False,
+                    period: str = "day", exposure=None) -> dict[str, float]:
     """Event rate of every component above ``threshold`` [MeV], counts/day for ``n_electrons``
     targets (default: counts/(day·100 t)); ⁷Be is the sum of its two lines and ``CNO`` the sum of
     ¹³N, ¹⁵O and ¹⁷F. Keys: ``pp, pep, hep, 7Be, 8B, 13N, 15O, 17F, CNO``.
+
+    ``physics`` may be a :class:`~nuejax.physics.general_nsi.GeneralPhysics` (general NSI,
+    mediators); with it, or with ``propagation`` (NSI in the matter potential) or a ``period``
+    other than ``'day'`` (with an Earth ``exposure``), the rates come from
+    :func:`~nuejax.physics.spectra.event_rate_general`.
     """
+    from .general_nsi import GeneralPhysics
+
+    general = isinstance(physics, GeneralPhysics) or propagation or period != "day"
     if threshold < 0:
         raise ValueError(f"threshold must be >= 0 MeV, got {threshold}")
     mu = jax.numpy.asarray(physics.mu_nu)
     if threshold == 0 and bool(jax.numpy.any(mu != 0)):
         raise ValueError("a non-zero magnetic moment gives an infinite rate at zero threshold "
                          "(the 1/T cross section); set a recoil threshold > 0")
+    if general and not isinstance(physics, GeneralPhysics):
+        physics = GeneralPhysics.from_new_physics(physics)
     rates = {}
     for name in COMPONENT_NAMES:
         src = build_source(name, solar_model=solar_model, dtype=dtype)
-        r = _event_rate(src, physics, osc, threshold=threshold, n_electrons=n_electrons, radiative=radiative)
+        if general:
+            r = _event_rate_general(src, physics, osc, threshold=threshold, n_electrons=n_electrons,
+                                    radiative=radiative, propagation=propagation, period=period, exposure=exposure)
+        else:
+            r = _event_rate(src, physics, osc, threshold=threshold, n_electrons=n_electrons, radiative=radiative)
         rates[name] = float(r)
     rates["CNO"] = sum(rates[n] for n in CNO_NAMES)
     return rates
