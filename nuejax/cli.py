@@ -143,10 +143,6 @@ def _cmd_rates(args) -> int:
         if general:
             from .physics.earth import earth_exposure
 
-            if (args.zprime_coupling or args.phi_coupling) and args.threshold <= 0:
-                raise ValueError("a light mediator's rate needs a recoil threshold > 0 (--threshold)")
-            if args.zprime_mass <= 0 or args.phi_mass <= 0:
-                raise ValueError("mediator masses must be > 0 MeV")
             lat = args.latitude
             try:
                 lat = float(lat)

@@ -161,6 +161,10 @@ def test_earth_crossing_against_numerical_evolution(key):
     ds, ne = chord_steps([case["cos_nadir"]])
     one = EarthExposure(jnp.array([case["cos_nadir"]]), jnp.ones(1), jnp.asarray(ds), jnp.asarray(ne), 0.0)
     night = np.asarray(night_density_matrix(e, OSC, prof, one))[0]
+    from nuejax.physics.earth import earth_evolution
+
+    S = np.asarray(earth_evolution(e, OSC, jnp.asarray(ds[0]), jnp.asarray(ne[0])))[0]
+    np.testing.assert_allclose(S @ S.conj().T, np.eye(2), atol=1e-13)
     day = np.asarray(density_matrix(e, OSC, prof))[0]
     sm_day = _cm(REF_PROP["solar"][f"{case['component']}|{case['E_MeV']}|eps0"]["rho"])
     # the regeneration (night - day), whole density matrix: up to 1.5e-4 of 1e-2 (8B, 10 MeV) from
@@ -280,6 +284,22 @@ def test_bad_general_options_are_named():
         borexino_like_model(n_T=10, signals=("7Be_862",), backgrounds=(), day_night="dusk")
     with pytest.raises(ValueError, match="unknown detector"):
         earth_exposure("kamland-north")
+    with pytest.raises(ValueError, match="Hermitian"):
+        GeneralPhysics(eps_L=np.array([[0, 0.1, 0], [0.1j, 0, 0], [0, 0, 0]]))
+    with pytest.raises(ValueError, match="shape"):
+        GeneralPhysics(eps_R=np.zeros(4))
+    # a (3,) vector is the diagonal, as for NewPhysics
+    np.testing.assert_allclose(np.asarray(dsigma_dT_state(T, E, np.eye(3) / 3, GeneralPhysics(eps_L=(0.1, 0.0, 0.3)))),
+                               np.asarray(dsigma_dT_state(T, E, np.eye(3) / 3, NewPhysics(eps_L=(0.1, 0.0, 0.3)))))
+    # massless mediators at T = 0: no NaN (values or gradients); their rates need a threshold
+    f = lambda c: dsigma_dT_state(jnp.array([0.0, 0.1]), E, np.eye(3) / 3,  # noqa: E731
+                                  GeneralPhysics(vector_coupling=c, vector_mass=0.0, scalar_coupling=c,
+                                                 scalar_mass=0.0)).sum()
+    assert np.isfinite(float(f(1.0))) and np.isfinite(float(jax.grad(f)(1.0)))
+    with pytest.raises(ValueError, match="massless"):
+        event_rate_general(build_source("7Be_862"), GeneralPhysics(scalar_coupling=1.0, scalar_mass=0.0))
+    with pytest.raises(ValueError, match="end point"):
+        day_night_asymmetry(build_source("7Be_862"), earth_exposure("borexino", n_bins=4), OSC, threshold=0.7)
     assert np.asarray(hermitian([1.0, 2.0, 3.0], [0.1, 0.2, 0.3], [0.4, 0.5, 0.6]))[1, 0] == pytest.approx(0.1 - 0.4j)
 
 
@@ -292,5 +312,12 @@ def test_rates_command_takes_the_general_parameters(capsys):
     phys = GeneralPhysics(eps_L=hermitian([0, 0, 0], [0, 0.1, 0]), eps_R=hermitian([0, 0, 0], im=[-0.05, 0, 0]))
     direct = sum(float(event_rate_general(build_source(s), phys, OSC, threshold=0.2)) for s in ("7Be_862", "7Be_384"))
     assert rates["7Be"] == pytest.approx(direct, rel=1e-10)
-    assert main(["rates", "--zprime-coupling", "1"]) == 2  # a mediator needs a threshold
+    assert main(["rates", "--zprime-coupling", "1", "--zprime-mass", "0"]) == 2  # massless: needs a threshold
     assert "threshold" in capsys.readouterr().err
+
+
+def test_floating_response_refuses_a_general_case_model(models):
+    from nuejax.model import floating_response_model
+
+    with pytest.raises(InputError, match="general-case"):
+        floating_response_model(models[1], fast=True)

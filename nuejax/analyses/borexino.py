@@ -194,6 +194,8 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
     say = progress or (lambda msg: None)
     if choices.rebin < 1:
         raise InputError(f"rebin must be >= 1, got {choices.rebin}")
+    if isinstance(choices.general_nsi, str):
+        raise InputError(f"general_nsi must be a sequence of names, not a string; write ({choices.general_nsi!r},)")
     data = phase3_data(choices)
     edges = packaged_borexino_shape("pp").edges  # all ten shapes share these bins
     if calibration is None:

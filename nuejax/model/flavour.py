@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from ..errors import InputError
 from ..physics.cross_section import _kinematics, bks_couplings, tree_couplings, weak_kinematics
 from ..physics.general_nsi import GeneralPhysics, hermitian
-from ..physics.precomputed import PrecomputedSpectrum
+from ..physics.precomputed import PrecomputedSpectrum, _node_values
 from ..physics.spectra import SolarSource, state_table
 from .parameters import Parameter
 
@@ -109,8 +109,8 @@ def general_physics_from_params(p) -> GeneralPhysics:
         return hermitian(diag, re, im)
 
     return GeneralPhysics(eps_L=matrix("L"), eps_R=matrix("R"), mu_nu=g("mu_nu"),
-                          vector_coupling=g("zprime_coupling"), vector_mass=g("zprime_mass", jnp.ones(())),
-                          scalar_coupling=g("phi_coupling"), scalar_mass=g("phi_mass", jnp.ones(())))
+                          vector_coupling=g("zprime_coupling"), vector_mass=g("zprime_mass", jnp.full((), 10.0)),
+                          scalar_coupling=g("phi_coupling"), scalar_mass=g("phi_mass", jnp.full((), 10.0)))
 
 
 @jax.tree_util.register_dataclass
@@ -144,9 +144,8 @@ def state_nodes(pre: PrecomputedSpectrum, t_mid, *, radiative: bool = True) -> S
 
 def _state_node_values(table, pre: PrecomputedSpectrum):
     """The (n, 3, 3) table at the nodes of ``pre``, times the quadrature weights: (n_T, q, 3, 3)."""
-    t = jnp.concatenate([table, jnp.zeros_like(table[:1])])
-    w = pre.weights[..., None, None]
-    return w * (t[pre.index] * (1.0 - pre.frac)[..., None, None] + t[pre.index + 1] * pre.frac[..., None, None])
+    v = _node_values(table.reshape(table.shape[0], 9), pre)  # (9, n_T, q)
+    return jnp.moveaxis(v, 0, -1).reshape(v.shape[1:] + (3, 3))
 
 
 def state_sums(source: SolarSource, pre: PrecomputedSpectrum, nodes: StateNodes, osc, *, eps_V=None, exposure=None,
@@ -178,8 +177,4 @@ def general_signal_spectra(model, params) -> list:
     return out
 
 
-def check_flavour_setup(opts: FlavourOptions | None, earth) -> None:
-    """A night or yearly-average model needs an Earth exposure."""
-    if opts is not None and opts.period != "day" and earth is None:
-        raise InputError(f"period={opts.period!r} needs an Earth exposure: pass day_night=... with a latitude")
 

@@ -360,6 +360,9 @@ def floating_response_model(model: SpectralModel, *, fast: bool, response_names=
     """
     if not isinstance(model, SpectralModel):
         raise InputError(f"floating_response_model needs a SpectralModel, got {type(model).__name__}")
+    if model.flavour is not None:
+        raise InputError("floating_response_model does not support general-case models (general NSI, mediators, "
+                         "NSI in propagation, day-night) yet: its recoil spectra are the flavour-diagonal ones")
     if quadrature not in _QUADRATURES:
         raise InputError(f"quadrature must be one of {_QUADRATURES}, got {quadrature!r}")
     if not (isinstance(n_bin_quad, int) and n_bin_quad >= 1):

@@ -208,7 +208,7 @@ def signal_spectra(model: SpectralModel, params) -> list:
     """Recoil spectra f_T of all signals at ``params`` in σ0 units, a list in signal order
     (one vectorised evaluation per group of equally shaped spectra; a general-case model:
     :func:`~nuejax.model.flavour.general_signal_spectra`)."""
-    if model.flavour is not None:
+    if getattr(model, "flavour", None) is not None:  # FloatingResponseModel has no general case
         from .flavour import general_signal_spectra
 
         return general_signal_spectra(model, params)

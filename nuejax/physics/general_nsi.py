@@ -50,6 +50,7 @@ Mediator couplings are products :math:`g_\nu g_e` in units of :data:`MEDIATOR_CO
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 import jax
@@ -62,7 +63,6 @@ from .cross_section import (_MM_SCALE_SIGMA0, NewPhysics, _check_mu_nu_unit, _ki
 
 __all__ = [
     "MEDIATOR_COUPLING_UNIT",
-    "OFF_DIAGONAL",
     "GeneralPhysics",
     "hermitian",
     "vector_mediator_epsilon",
@@ -74,17 +74,12 @@ __all__ = [
 
 #: Unit of the mediator couplings g_nu g_e (a product of two dimensionless couplings).
 MEDIATOR_COUPLING_UNIT = 1e-12
-#: Flavour pairs (alpha < beta) of the off-diagonal NSI entries, in the order of every
-#: ``(3,)`` real/imaginary-part vector: (e mu, e tau, mu tau).
-OFF_DIAGONAL = ((0, 1), (0, 2), (1, 2))
-#: Guard of the mediator denominators 2 m_e T + m^2 [MeV^2] (a massless mediator at T = 0).
-_DEN_GUARD = 1e-30
 
 
 def hermitian(diag, re=(0.0, 0.0, 0.0), im=(0.0, 0.0, 0.0)):
     r"""Hermitian (3, 3) complex matrix from its real diagonal and the real and imaginary parts of
     its upper off-diagonal entries :math:`\varepsilon_{e\mu}, \varepsilon_{e\tau},
-    \varepsilon_{\mu\tau}` (:data:`OFF_DIAGONAL`); :math:`\varepsilon_{\beta\alpha} =
+    \varepsilon_{\mu\tau}` (in that order); :math:`\varepsilon_{\beta\alpha} =
     \varepsilon^*_{\alpha\beta}`. Leading batch axes broadcast: shapes ``(..., 3)`` -> ``(..., 3, 3)``."""
     d, r, i = (jnp.asarray(x, dtype=jnp.result_type(float)) for x in (diag, re, im))
     d, r, i = jnp.broadcast_arrays(d, r, i)
@@ -96,7 +91,35 @@ def hermitian(diag, re=(0.0, 0.0, 0.0), im=(0.0, 0.0, 0.0)):
     return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
 
 
-class GeneralPhysics(NamedTuple):
+class _GeneralPhysicsFields(NamedTuple):
+    eps_L: jax.Array | np.ndarray = np.zeros((3, 3), dtype=complex)
+    eps_R: jax.Array | np.ndarray = np.zeros((3, 3), dtype=complex)
+    mu_nu: jax.Array | float = 0.0
+    vector_coupling: jax.Array | float = 0.0
+    vector_mass: jax.Array | float = 10.0
+    scalar_coupling: jax.Array | float = 0.0
+    scalar_mass: jax.Array | float = 10.0
+
+
+def _concrete(x) -> bool:
+    return isinstance(x, (numbers.Number, np.ndarray, np.generic, list, tuple))
+
+
+def _nsi_matrix(eps, name):
+    """A concrete (3,) vector becomes the diagonal matrix; a concrete (3, 3) one must be Hermitian."""
+    if not _concrete(eps):
+        return eps  # a JAX array or tracer: taken as it is (shape checked by use)
+    a = np.asarray(eps)
+    if a.shape == (3,):
+        return hermitian(a.real)
+    if a.shape != (3, 3):
+        raise ValueError(f"{name} must be a (3, 3) Hermitian matrix or a (3,) diagonal, got shape {a.shape}")
+    if not np.allclose(a, a.conj().T, rtol=0, atol=1e-12 * max(1.0, float(np.abs(a).max()))):
+        raise ValueError(f"{name} must be Hermitian (eps_ba = conj(eps_ab)); build it with nuejax.physics.hermitian")
+    return a.astype(complex)
+
+
+class GeneralPhysics(_GeneralPhysicsFields):
     r"""New-physics point of the general case (a PyTree).
 
     Attributes
@@ -108,19 +131,24 @@ class GeneralPhysics(NamedTuple):
         magnetic moment in units of 1e-11 μ_B, scalar (effective) or (3,) (per flavour, diagonal).
     vector_coupling, vector_mass:
         :math:`g_\nu^\alpha g_e` of a vector mediator in units of :data:`MEDIATOR_COUPLING_UNIT`
-        (scalar: flavour-universal; (3,): per flavour) and its mass [MeV].
+        (scalar: flavour-universal; (3,): per flavour) and its mass [MeV] (default 10).
     scalar_coupling, scalar_mass:
         :math:`g_\nu g_e` of a scalar mediator (units of :data:`MEDIATOR_COUPLING_UNIT`) and its
-        mass [MeV].
+        mass [MeV] (default 10).
+
+    Concrete (NumPy or Python) ``eps_L``/``eps_R`` of shape (3,) are taken as diagonals; a (3, 3)
+    one that is not Hermitian, or any other shape, raises ``ValueError``; a concrete ``mu_nu``
+    that looks like a value in μ_B warns (as :class:`~nuejax.physics.cross_section.NewPhysics`).
+    JAX arrays and traced values are not checked.
     """
 
-    eps_L: jax.Array | np.ndarray = np.zeros((3, 3), dtype=complex)
-    eps_R: jax.Array | np.ndarray = np.zeros((3, 3), dtype=complex)
-    mu_nu: jax.Array | float = 0.0
-    vector_coupling: jax.Array | float = 0.0
-    vector_mass: jax.Array | float = 1.0
-    scalar_coupling: jax.Array | float = 0.0
-    scalar_mass: jax.Array | float = 1.0
+    __slots__ = ()
+
+    def __new__(cls, eps_L=np.zeros((3, 3), dtype=complex), eps_R=np.zeros((3, 3), dtype=complex), mu_nu=0.0,
+                vector_coupling=0.0, vector_mass=10.0, scalar_coupling=0.0, scalar_mass=10.0):
+        _check_mu_nu_unit(mu_nu)
+        return super().__new__(cls, _nsi_matrix(eps_L, "eps_L"), _nsi_matrix(eps_R, "eps_R"), mu_nu,
+                               vector_coupling, vector_mass, scalar_coupling, scalar_mass)
 
     @classmethod
     def from_new_physics(cls, physics: NewPhysics) -> "GeneralPhysics":
@@ -129,8 +157,12 @@ class GeneralPhysics(NamedTuple):
 
     @property
     def eps_V(self):
-        r""":math:`\varepsilon^V = \varepsilon^L + \varepsilon^R`: the matter potential in propagation."""
-        return jnp.asarray(self.eps_L) + jnp.asarray(self.eps_R)
+        r""":math:`\varepsilon^V`, the NSI of the matter potential in propagation: :math:`\varepsilon^L +
+        \varepsilon^R` plus the vector mediator's forward-scattering (:math:`q^2 = 0`) term
+        :math:`2 g_\nu^\alpha g_e/(2\sqrt2 G_F m^2)` on the diagonal (a contact potential: valid for
+        masses far above the inverse size of the Sun, 10⁻¹⁷ MeV)."""
+        v0 = 2.0 * vector_mediator_epsilon(jnp.zeros(()), self.vector_coupling, self.vector_mass)
+        return jnp.asarray(self.eps_L) + jnp.asarray(self.eps_R) + jnp.diag(v0)
 
 
 def vector_mediator_epsilon(T, coupling, mass):
@@ -140,15 +172,20 @@ def vector_mediator_epsilon(T, coupling, mass):
     :data:`MEDIATOR_COUPLING_UNIT` (scalar or (3,)), ``mass`` and ``T`` in MeV."""
     T = jnp.asarray(T)
     c = jnp.broadcast_to(jnp.asarray(coupling, dtype=jnp.result_type(T, float)), (3,))
-    den = jnp.maximum(2.0 * M_E * T + jnp.asarray(mass) ** 2, _DEN_GUARD)
-    return (MEDIATOR_COUPLING_UNIT / (2.0 * math.sqrt(2.0) * G_F)) * c / den[..., None]
+    den = 2.0 * M_E * T + jnp.asarray(mass) ** 2
+    # a massless mediator at T = 0 (a divergent propagator): zero there, double where (NaN-free grads)
+    ok = den > 0
+    inv = jnp.where(ok, 1.0 / jnp.where(ok, den, 1.0), 0.0)
+    return (MEDIATOR_COUPLING_UNIT / (2.0 * math.sqrt(2.0) * G_F)) * c * inv[..., None]
 
 
 def _scalar_shape(T, E, mass):
     """T(2 m_e + T) / (16 G_F^2 E^2 (2 m_e T + m^2)^2): the scalar cross section per unit coupling^2
     in units of sigma0 = 2 G_F^2 m_e / pi (times MEDIATOR_COUPLING_UNIT^2)."""
-    den = jnp.maximum(2.0 * M_E * T + jnp.asarray(mass) ** 2, _DEN_GUARD)
-    return MEDIATOR_COUPLING_UNIT**2 * T * (2.0 * M_E + T) / (16.0 * G_F**2 * E**2 * den**2)
+    den = 2.0 * M_E * T + jnp.asarray(mass) ** 2
+    ok = den > 0  # a massless scalar at T = 0: zero there (double where), as for the magnetic moment
+    r = jnp.where(ok, T / jnp.where(ok, den, 1.0), 0.0)  # T / den <= 1/(2 m_e): no float32 underflow
+    return MEDIATOR_COUPLING_UNIT**2 * r * (2.0 * M_E + T) / jnp.where(ok, den, 1.0) / (16.0 * G_F**2 * E**2)
 
 
 def scalar_mediator_dsigma_dT(T, E, coupling, mass, *, in_sigma0_units=False):
@@ -178,6 +215,8 @@ def dsigma_dT_matrix(T, E, physics: GeneralPhysics = GeneralPhysics(), *, radiat
     r"""The Hermitian matrix :math:`Q(T, E)` with :math:`d\sigma/dT = \mathrm{Re\,Tr}[\rho\,Q]`,
     shape ``broadcast(T, E).shape + (3, 3)`` (module docstring; weak, magnetic-moment and
     scalar-mediator parts). Zero outside the physical region."""
+    if isinstance(physics, NewPhysics):
+        physics = GeneralPhysics.from_new_physics(physics)
     valid, K, gL, gR = weak_kinematics(T, E, radiative=radiative, sw2=sw2)
     _, T_s, E_s = _kinematics(T, E)
     GL, GR = _couplings(gL, gR, T_s, physics)
@@ -199,7 +238,8 @@ def dsigma_dT_state(T, E, rho, physics: GeneralPhysics = GeneralPhysics(), *, ra
                     sw2=SW2_LOW_ENERGY, in_sigma0_units=False):
     r""":math:`d\sigma/dT = \mathrm{Re\,Tr}[\rho\,Q(T, E)]` [cm^2/MeV] for the flavour state ``rho``
     (..., 3, 3) (trace 1 for a normalised state; :func:`~nuejax.physics.oscillation.density_matrix`),
-    broadcast against ``T`` and ``E``."""
+    broadcast against ``T`` and ``E``; ``physics`` a :class:`GeneralPhysics` or a flavour-diagonal
+    :class:`~nuejax.physics.cross_section.NewPhysics`."""
     Q = dsigma_dT_matrix(T, E, physics, radiative=radiative, sw2=sw2, in_sigma0_units=in_sigma0_units)
     return jnp.real(jnp.einsum("...ab,...ba->...", jnp.asarray(rho), Q))
 

@@ -52,6 +52,7 @@ __all__ = [
     "nsi_matter_block",
     "mass_state_weights_nsi",
     "density_from_weights",
+    "solar_mass_weights",
     "density_matrix",
     "mass_state_weights_three_flavour",
 ]
@@ -304,6 +305,9 @@ def nsi_matter_block(eps_V, osc: OscillationParams):
     :math:`(\varepsilon'_{22} - \varepsilon'_{11})/2` and :math:`\varepsilon'_{12}` up to their phase
     convention).
     """
+    eps_V = jnp.asarray(eps_V)
+    if eps_V.shape != (3, 3):
+        raise ValueError(f"eps_V must be one (3, 3) Hermitian matrix, got shape {eps_V.shape} (vmap over points)")
     O = _propagation_basis(osc)
     e = jnp.conj(O).T @ eps_V @ O
     return jnp.real(e[0, 0]), jnp.real(e[1, 1]), e[0, 1]
@@ -333,7 +337,7 @@ def mass_state_weights_nsi(E, osc: OscillationParams, profile: ProductionProfile
     s12, s13 = jnp.asarray(osc.sin2_theta12, dt), jnp.asarray(osc.sin2_theta13, dt)
     dm2 = jnp.asarray(osc.dm2_21, dt)
     c13 = 1.0 - s13
-    d11, d22, b12 = nsi_matter_block(jnp.asarray(eps_V), osc)
+    d11, d22, b12 = nsi_matter_block(eps_V, osc)
     A0 = 2.0 * (E.astype(dt)[..., None] * 1e6) * V_CC_EV_PER_MOL_CM3 * profile.n_e.astype(dt)
     a_minus_d = -dm2 * (1.0 - 2.0 * s12) + A0 * (c13 + d11 - d22)
     b = dm2 * jnp.sqrt(s12 * (1.0 - s12)) + A0 * b12  # Δm² sin2θ/2 + A0 ε'12
@@ -350,6 +354,12 @@ def density_from_weights(P, osc: OscillationParams):
     return jnp.einsum("ai,...i,bi->...ab", U, P.astype(U.dtype), jnp.conj(U))
 
 
+def solar_mass_weights(E, osc: OscillationParams, profile: ProductionProfile, eps_V=None):
+    """:func:`mass_state_weights` (``eps_V=None``: no NSI in propagation) or :func:`mass_state_weights_nsi`."""
+    return (mass_state_weights(E, osc, profile) if eps_V is None
+            else mass_state_weights_nsi(E, osc, profile, eps_V))
+
+
 def density_matrix(E, osc: OscillationParams, profile: ProductionProfile, eps_V=None):
     r"""Flavour density matrix of the solar neutrinos of energy ``E`` arriving at the Earth (day), (..., 3, 3).
 
@@ -357,9 +367,7 @@ def density_matrix(E, osc: OscillationParams, profile: ProductionProfile, eps_V=
     mass-state weights from :func:`mass_state_weights` (``eps_V=None``: no NSI in propagation) or
     :func:`mass_state_weights_nsi`. Its diagonal is :func:`flavour_probabilities`.
     """
-    P = (mass_state_weights(E, osc, profile) if eps_V is None
-         else mass_state_weights_nsi(E, osc, profile, eps_V))
-    return density_from_weights(P, osc)
+    return density_from_weights(solar_mass_weights(E, osc, profile, eps_V), osc)
 
 
 def mass_state_weights_three_flavour(E, osc: OscillationParams, profile: ProductionProfile, eps_V=None, *,

@@ -40,6 +40,10 @@ def component_rates(physics: NewPhysics = NewPhysics(), osc: OscillationParams =
                          "(the 1/T cross section); set a recoil threshold > 0")
     if general and not isinstance(physics, GeneralPhysics):
         physics = GeneralPhysics.from_new_physics(physics)
+    if general:
+        from .spectra import _check_rate_threshold
+
+        _check_rate_threshold(physics, threshold)  # before the compiled call, which cannot check
     rates = {}
     for name in COMPONENT_NAMES:
         src = build_source(name, solar_model=solar_model, dtype=dtype)

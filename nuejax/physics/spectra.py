@@ -31,6 +31,7 @@ import numpy as np
 
 from ..constants import N_E_PER_100T, SECONDS_PER_DAY, SIGMA0_PER_MEV
 from ..precision import resolve_dtype
+from .general_nsi import GeneralPhysics, dsigma_dT_state
 from .cross_section import (
     NewPhysics,
     _gauss_legendre_regularised,
@@ -317,10 +318,7 @@ def state_table(source: SolarSource, osc: OscillationParams = OscillationParams(
 
 def _interp_matrix(x, grid, table):
     """Linear interpolation of a (n, 3, 3) complex table at ``x``; zero outside the grid."""
-    flat = table.reshape(table.shape[0], -1)
-    re = _interp_uniform(x, grid, jnp.real(flat))
-    im = _interp_uniform(x, grid, jnp.imag(flat))
-    return (re + 1j * im).reshape(x.shape + (3, 3))
+    return _interp_uniform(x, grid, table.reshape(table.shape[0], -1)).reshape(x.shape + (3, 3))
 
 
 def recoil_spectrum_general(source: SolarSource, T, physics=None, osc: OscillationParams = OscillationParams(), *,
@@ -335,8 +333,6 @@ def recoil_spectrum_general(source: SolarSource, T, physics=None, osc: Oscillati
     :math:`\varepsilon^V = \varepsilon^L + \varepsilon^R` into the matter potential as well;
     ``period`` and ``exposure`` as in :func:`~nuejax.physics.earth.arrival_density_matrix`.
     Same quadrature as :func:`recoil_spectrum`, which it equals for diagonal couplings (tests)."""
-    from .general_nsi import GeneralPhysics, dsigma_dT_state
-
     physics = GeneralPhysics() if physics is None else physics
     if isinstance(physics, NewPhysics):
         physics = GeneralPhysics.from_new_physics(physics)
@@ -357,8 +353,9 @@ def event_rate_general(source: SolarSource, physics=None, osc: OscillationParams
     the general case: :math:`N_e\Phi\int_{T_{th}}^{T_{end}} f_T\,dT` with :func:`recoil_spectrum_general`
     (keywords ``propagation``, ``exposure``, ``period``, ``radiative``, ``n_quad`` passed on),
     an end-point regularised Gauss-Legendre rule of ``n_T_quad`` nodes per line or continuum
-    (each line integrated up to its own :math:`T_{max}`). A non-zero magnetic moment or a light
-    mediator needs ``threshold > 0``."""
+    (each line integrated up to its own :math:`T_{max}`). A non-zero magnetic moment or a massless
+    mediator needs ``threshold > 0`` (their rates diverge at T = 0; checked for concrete values)."""
+    _check_rate_threshold(physics, threshold)
     x, w = _gauss_legendre_regularised(n_T_quad)
     th = jnp.asarray(threshold, dtype=source.energies.dtype)
     ends = t_max(source.energies) if source.is_line else source.t_end[None]
@@ -375,12 +372,39 @@ def event_rate_general(source: SolarSource, physics=None, osc: OscillationParams
     return rate_per_day_factor(source, n_electrons, in_sigma0_units=True) * total
 
 
+def _check_rate_threshold(physics, threshold) -> None:
+    """ValueError for a concrete zero threshold with a magnetic moment or a massless mediator."""
+    try:
+        if float(threshold) > 0:
+            return
+        mu = np.asarray(getattr(physics, "mu_nu", 0.0), dtype=float)
+        massless = [bool(np.any(np.asarray(c) != 0) and np.any(np.asarray(m) == 0))
+                    for c, m in ((getattr(physics, "vector_coupling", 0.0), getattr(physics, "vector_mass", 1.0)),
+                                 (getattr(physics, "scalar_coupling", 0.0), getattr(physics, "scalar_mass", 1.0)))]
+    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return  # traced: not checked
+    if np.any(mu != 0):
+        raise ValueError("a non-zero magnetic moment gives an infinite rate at zero threshold (the 1/T cross "
+                         "section); set a recoil threshold > 0")
+    if any(massless):
+        raise ValueError("a massless mediator gives an infinite rate at zero threshold; set a threshold > 0")
+
+
 def day_night_asymmetry(source: SolarSource, exposure, osc: OscillationParams = OscillationParams(), *,
                         threshold=0.0, t_upper=None, physics=None, **kw):
     r"""Day–night asymmetry of the ν–e scattering rate in the recoil window [``threshold``, ``t_upper``]
     [MeV], :math:`A_{DN} = 2(R_N - R_D)/(R_N + R_D)` (Borexino's sign; Super-Kamiokande quotes
     :math:`-A_{DN}`), with the night rate averaged over the nadir angles of ``exposure``
-    (:func:`~nuejax.physics.earth.earth_exposure`). Keywords as in :func:`event_rate_general`."""
+    (:func:`~nuejax.physics.earth.earth_exposure`). Keywords as in :func:`event_rate_general`.
+    The window must start below the spectrum's end point (else no events: ``ValueError``)."""
+    try:
+        above = float(threshold) >= float(source.t_end)
+    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        above = False
+    if above:
+        raise ValueError(f"threshold {float(threshold):g} MeV is at or above the end point "
+                         f"{float(source.t_end):g} MeV of {source.name or 'the spectrum'}: no events")
+
     def rate(period):
         r = event_rate_general(source, physics, osc, threshold=threshold, exposure=exposure, period=period, **kw)
         if t_upper is not None:
