@@ -75,6 +75,8 @@ def main(argv=None):
         out["cases"][name] = dict(value=_stats(f, p, data, n=a.n_calls), value_grad=_stats(vg, x, p, data, n=a.n_calls),
                                   n_free=len(free))
         print(name, json.dumps(out["cases"][name]), flush=True)
+        if a.json:  # after every case: a case that fails leaves the others on disk
+            Path(a.json).write_text(json.dumps(out, indent=1))
 
     for name, m in models.items():
         extra = GENERAL_POINT if name != "diagonal" else {}
@@ -88,8 +90,8 @@ def main(argv=None):
             q = fm.parameters.values(**POINT, **extra)
             case("fast_" + name, fast_nll, fm, q, fm.asimov(q))
             out["cases"]["fast_" + name]["n_templates"] = int(fm.basis.shape[1])
-    if a.json:
-        Path(a.json).write_text(json.dumps(out, indent=1))
+            if a.json:
+                Path(a.json).write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
