@@ -51,7 +51,7 @@ from .flavour import GENERAL_NSI_NAMES, NONLINEAR_PHYSICS, general_physics_from_
 from .parameters import ParameterSet, unknown_name_message
 from .spectral_model import ModelMethods, SpectralModel, osc_from_params, physics_from_params
 
-__all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "model_coefficients", "N_BASIS",
+__all__ = ["FastModel", "fast_model", "fast_components", "basis_coefficients", "model_coefficients", "baked_values", "N_BASIS",
            "OSC_PARAMS"]
 
 OSC_PARAMS = ("sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23")
@@ -152,8 +152,9 @@ def fast_nll(model: FastModel, params, data) -> jax.Array:
     return poisson_nll(fast_expected(model, params), data) + model.parameters.pulls(params) + model.baked_pulls
 
 
-def _baked_base(model, osc_params):
-    """The model's defaults with the oscillation parameters ``osc_params`` (checked) put in."""
+def baked_values(model, osc_params):
+    """The model's defaults with the oscillation parameters ``osc_params`` put in: the values a fast
+    path bakes in. An unknown name is a ParameterError naming the closest one."""
     base = model.parameters.defaults()
     if osc_params:
         for k in osc_params:
@@ -182,7 +183,7 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
 
     A general-case model (:mod:`nuejax.model.flavour`) bakes in its mediator masses too, and
     refuses NSI in propagation (the state then depends on the couplings: not a polynomial)."""
-    base = _baked_base(model, osc_params)
+    base = baked_values(model, osc_params)
     if model.flavour is not None:
         return _general_fast_model(model, base)
     osc = osc_from_params(base)

@@ -24,13 +24,13 @@ case (:attr:`SpectralModel.flavour` set) evaluates each signal as the trace form
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 
 from ..errors import InputError
-from ..physics.cross_section import _kinematics, bks_couplings, tree_couplings, weak_kinematics
+from ..physics.cross_section import _kinematics, _mm_shape, bks_couplings, tree_couplings, weak_kinematics
 from ..physics.general_nsi import GeneralPhysics, hermitian
 from ..physics.precomputed import PrecomputedSpectrum, _node_values
 from ..physics.spectra import SolarSource, state_table
@@ -132,10 +132,9 @@ def state_nodes(pre: PrecomputedSpectrum, t_mid, *, radiative: bool = True) -> S
     T = jnp.asarray(t_mid)[:, None]
     E = pre.energies
     valid, K, _, _ = weak_kinematics(T, E, radiative=radiative)
-    _, T_s, E_s = _kinematics(T, E)
+    _, _, E_s = _kinematics(T, E)
     K = jnp.where(valid[..., None], K, 0.0)
-    mm_valid = valid & (T > 0)
-    mm = jnp.where(mm_valid, 1.0 / jnp.where(mm_valid, T_s, 1.0) - 1.0 / E_s, 0.0)
+    mm = _mm_shape(T, E)
     phi = jnp.where(valid, 1.0 / E_s**2, 0.0)
     t = jnp.asarray(t_mid)
     gL, gR = bks_couplings(t) if radiative else (jnp.broadcast_to(g, t.shape + (3,)) for g in tree_couplings())

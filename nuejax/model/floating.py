@@ -79,7 +79,7 @@ from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import coefficients_from_probes, group_recoil_spectra, probe_points
 from ..physics.spectra import rate_per_day_factor, recoil_bin_quadrature, shape_only, uniform_recoil_edges
-from .fast import N_BASIS, OSC_PARAMS, basis_coefficients
+from .fast import N_BASIS, OSC_PARAMS, baked_values, basis_coefficients
 from .likelihood import poisson_nll
 from .parameters import Parameter, ParameterSet, unknown_name_message
 from .spectral_model import ModelMethods, SpectralModel, osc_from_params, signal_spectra
@@ -401,13 +401,7 @@ def floating_response_model(model: SpectralModel, *, fast: bool, response_names=
     base_params = model.parameters
     groups, basis, baked_pulls, osc_values = model.groups, None, jnp.zeros((), dtype=dt), ()
     if fast:
-        base = model.parameters.defaults()
-        if osc_params:
-            for k in osc_params:
-                if k not in OSC_PARAMS:
-                    raise InputError(unknown_name_message(k, OSC_PARAMS, "oscillation parameter"))
-            base = model.parameters.values({k: v for k, v in osc_params.items() if k in model.parameters})
-            base.update({k: jnp.asarray(v) for k, v in osc_params.items() if k not in model.parameters})
+        base = baked_values(model, osc_params)
         b = _ungroup(_basis_spectra(model.groups, osc_from_params(base)), model.group_members, n_sig)
         basis = jnp.asarray(np.stack([np.pad(x, ((0, 0), (0, n_T - x.shape[1]))) for x in b]), dtype=dt)
         assert basis.shape[1] == N_BASIS

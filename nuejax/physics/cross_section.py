@@ -342,16 +342,25 @@ def dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
     return _dsigma_dT_mm(T, E, mu_nu, in_sigma0_units=in_sigma0_units)
 
 
-def _dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
+def _mm_shape(T, E):
+    """1/T - 1/E where 0 < T <= T_max(E), zero elsewhere (T = 0 included; NaN-free gradients)."""
     valid, T_s, E_s = _kinematics(T, E)
     valid = valid & (jnp.asarray(T) > 0.0)
     T_s = jnp.where(valid, T_s, 0.5 * t_max(E_s))  # keep 1/T finite where masked (NaN-free grad)
+    return jnp.where(valid, 1.0 / T_s - 1.0 / E_s, 0.0)
+
+
+def _mm_couplings2(mu_nu, *, in_sigma0_units=False):
+    """(3,) squared moments times pi r_e^2 (cm^2, or sigma0 x MeV units): the magnetic-moment
+    cross section is ``_mm_shape(T, E) * _mm_couplings2(mu_nu)``."""
     # Scale mu before squaring: (3e-11 mu_B)^2 ~ 1e-21 and pi r_e^2 ~ 2.5e-25 cm^2 are both
     # hostile to float32, their product in sigma0 units is O(0.01).
     scale = _MM_SCALE_SIGMA0 if in_sigma0_units else _MM_SCALE_CM
-    mu = jnp.broadcast_to(_eps(mu_nu), (3,)) * scale
-    shape = 1.0 / T_s - 1.0 / E_s
-    return jnp.where(valid[..., None], shape[..., None] * mu**2, 0.0)
+    return (jnp.broadcast_to(_eps(mu_nu), (3,)) * scale) ** 2
+
+
+def _dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
+    return _mm_shape(T, E)[..., None] * _mm_couplings2(mu_nu, in_sigma0_units=in_sigma0_units)
 
 
 def dsigma_dT(T, E, physics: NewPhysics = NewPhysics(), *, radiative=True, sw2=SW2_LOW_ENERGY,

@@ -58,8 +58,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..constants import G_F, M_E, SIGMA0_PER_MEV, SW2_LOW_ENERGY
-from .cross_section import (_MM_SCALE_SIGMA0, NewPhysics, _check_mu_nu_unit, _kinematics,
-                            t_max, weak_kinematics)
+from .cross_section import (NewPhysics, _check_mu_nu_unit, _dsigma_dT_mm, _kinematics, _mm_couplings2,
+                            weak_kinematics)
 
 __all__ = [
     "MEDIATOR_COUPLING_UNIT",
@@ -222,14 +222,9 @@ def dsigma_dT_matrix(T, E, physics: GeneralPhysics = GeneralPhysics(), *, radiat
     GL, GR = _couplings(gL, gR, T_s, physics)
     Kc = K.astype(GL.dtype)[..., None, None, :]
     Q = Kc[..., 0] * (GL @ GL) + Kc[..., 1] * (GR @ GR) + Kc[..., 2] * _anticommutator_half(GL, GR)
-    mm_valid = valid & (jnp.asarray(T) > 0.0)
-    T_mm = jnp.where(mm_valid, T_s, 0.5 * t_max(E_s))
-    _check_mu_nu_unit(physics.mu_nu)
-    mu2 = (jnp.broadcast_to(jnp.asarray(physics.mu_nu, dtype=jnp.result_type(float)), (3,)) * _MM_SCALE_SIGMA0) ** 2
-    mm = jnp.where(mm_valid, 1.0 / T_mm - 1.0 / E_s, 0.0)
+    mm = _dsigma_dT_mm(T, E, physics.mu_nu, in_sigma0_units=True)  # (..., 3): diagonal in flavour
     scalar = jnp.asarray(physics.scalar_coupling) ** 2 * _scalar_shape(T_s, E_s, physics.scalar_mass)
-    eye = jnp.eye(3)
-    Q = Q + (mm[..., None] * mu2 + scalar[..., None])[..., None] * eye
+    Q = Q + (mm + scalar[..., None])[..., None] * jnp.eye(3)
     unit = 1.0 if in_sigma0_units else SIGMA0_PER_MEV
     return jnp.where(valid[..., None, None], unit * Q, 0.0)
 
@@ -266,8 +261,7 @@ def trace_form(R, gL, gR, T, physics: GeneralPhysics):
     tr = lambda a, b: jnp.real(jnp.einsum("...ab,...ba->...", a, b))  # noqa: E731
     f = (tr(R_abc[..., 0, :, :], GL @ GL) + tr(R_abc[..., 1, :, :], GR @ GR)
          + tr(R_abc[..., 2, :, :], _anticommutator_half(GL, GR)))
-    mu2 = (jnp.broadcast_to(jnp.asarray(physics.mu_nu, dtype=jnp.result_type(float)), (3,)) * _MM_SCALE_SIGMA0) ** 2
-    f = f + R_mu @ mu2
+    f = f + R_mu @ _mm_couplings2(physics.mu_nu, in_sigma0_units=True)
     # h_phi(T) E^2 = the scalar shape without its 1/E^2, which R_phi carries
     f = f + R_phi * jnp.asarray(physics.scalar_coupling) ** 2 * _scalar_shape(T, 1.0, physics.scalar_mass)
     return f
