@@ -309,6 +309,40 @@ def _cmd_limits(args) -> int:
     return 0
 
 
+def _cmd_cache(args) -> int:
+    from .cache import _describe_bytes, cache_info, clear_cache
+    from .errors import InputError
+
+    if args.stale and not args.clear:
+        print("nuejax cache: error: --stale only goes with --clear", file=sys.stderr)
+        return 2
+    removed = None
+    try:
+        if args.clear:
+            removed = clear_cache(stale_only=args.stale)
+        info = cache_info()
+    except InputError as err:  # a bad NUEJAX_CACHE value
+        print(f"nuejax cache: error: {err}", file=sys.stderr)
+        return 2
+    if removed is not None:
+        info["removed_files"], info["removed_bytes"] = removed
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    if removed is not None:
+        what = "stale entries" if args.stale else "entries"
+        print(f"removed {removed[0]} {what} ({_describe_bytes(removed[1])}) from {info['path']}")
+    print(f"nuejax tensor cache: {info['path']} ({'enabled' if info['enabled'] else 'disabled by NUEJAX_CACHE'})")
+    print(f"  {info['entries']} entries, {_describe_bytes(info['bytes'])}; of this code and environment: "
+          f"{info['current_entries']} ({_describe_bytes(info['current_bytes'])}); "
+          f"stale: {info['entries'] - info['current_entries']}")
+    for kind, (n, b) in sorted(info["by_kind"].items()):
+        print(f"  {kind:>10}: {n} entries, {_describe_bytes(b)}")
+    if info["temporary_files"]:
+        print(f"  {info['temporary_files']} temporary files of writers (running, or killed)")
+    return 0
+
+
 def _fmt(interval):
     lo, hi = interval
     f = lambda v: "none" if v is None else f"{v:.4g}"  # noqa: E731
@@ -369,6 +403,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("injection", help="injection-recovery of eps_ee_L and mu_nu on Asimov data (paper Sec. VI.B)")
     _add_model_run_options(p, "figures")
     p.set_defaults(func=_cmd_injection)
+    p = sub.add_parser("cache", help="size and location of the on-disk cache of model tensors; --clear empties it")
+    p.add_argument("--clear", action="store_true", help="remove every cache entry (other files in the folder stay)")
+    p.add_argument("--stale", action="store_true",
+                   help="with --clear: remove only entries of other nuejax code, data or environments")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_cache)
     return parser
 
 

@@ -1,12 +1,27 @@
 """Tests run in float64: opt in explicitly, as users must (see nuejax.precision).
 
-Shared, session-scoped models: building one costs ~15-20 s on 2 cores (mostly compiling its
+Shared, session-scoped models: building one costs ~15-20 s on 2 cores uncached (mostly compiling its
 spectra and kernels, once per recoil binning: both share n_T = 200), so test modules derive what
 they need (released parameters, fast path, exposure) from these instead of rebuilding.
 """
+import atexit
+import os
+import shutil
+import tempfile
+
 import nuejax
 
 nuejax.enable_x64()
+
+# The on-disk cache of model tensors (nuejax.cache) goes to a temporary folder of this test run,
+# never the user's ~/.cache: the first pytest process creates it and removes it at exit, and
+# pytest-xdist workers (and the commands tests run in subprocesses) inherit it through the
+# environment, so the run's processes share one cache. tests/test_cache.py points each of its
+# tests at a folder of its own.
+if "NUEJAX_TEST_CACHE_DIR" not in os.environ:
+    os.environ["NUEJAX_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="nuejax-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["NUEJAX_TEST_CACHE_DIR"], ignore_errors=True)
+os.environ["NUEJAX_CACHE_DIR"] = os.environ["NUEJAX_TEST_CACHE_DIR"]
 
 import pytest  # noqa: E402
 

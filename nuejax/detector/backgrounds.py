@@ -28,6 +28,7 @@ import difflib
 
 import numpy as np
 
+from ..cache import cached
 from ..constants import M_E
 from ..errors import InputError
 from ..io.borexino import BorexinoShape, packaged_borexino_shape
@@ -150,6 +151,9 @@ def template_from_shape(shape: BorexinoShape, obs_edges, params: ResponseParams,
 def background_template(name: str, obs_edges, params: ResponseParams, table: QuenchingTable) -> np.ndarray:
     """The template of background ``name`` (see :data:`BACKGROUNDS`) on ``obs_edges``; numpy (n_obs,).
 
+    Stored in the on-disk cache (:mod:`nuejax.cache`), keyed by the arguments, nuejax's code and
+    data and the JAX environment; a later call with the same key loads it (the same bits).
+
     Raises:
         KeyError: unknown ``name`` (the message suggests the closest known one and lists them all).
         InputError: bad ``obs_edges`` (names the template and the edge), or a template that is
@@ -161,6 +165,13 @@ def background_template(name: str, obs_edges, params: ResponseParams, table: Que
         raise KeyError(f"unknown background {name!r}; {hint}known: {', '.join(BACKGROUNDS)}")
     what = f"background template {name!r}"
     check_edges(obs_edges, what, "observable")
+    arguments = dict(name=name, obs_edges=obs_edges, params=params, table=table)
+    return cached("background", name, arguments, lambda: _build_background_template(**arguments))
+
+
+def _build_background_template(name, obs_edges, params, table) -> np.ndarray:
+    """The body of :func:`background_template` after its argument checks (uncached)."""
+    what = f"background template {name!r}"
     kind, args = BACKGROUNDS[name]
     if kind == "beta":
         Q, Z, A, positron, C = args

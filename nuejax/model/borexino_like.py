@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..cache import cached
 from ..detector.backgrounds import BACKGROUNDS, background_template
 from ..detector.checks import check_edges
 from ..detector.montecarlo import ResponseHistogram, expected_histogram
@@ -93,6 +94,10 @@ def signal_component(label: str, obs_edges, *, norm: str, response: ResponsePara
     ends at or beyond the component's end point T_end) to use it instead. Recoil bins beyond
     T_end must be empty (their SM spectrum vanishes).
 
+    The component is stored in the on-disk cache (:mod:`nuejax.cache`), keyed by every argument
+    (a ``hist`` by its arrays), nuejax's code and data and the JAX environment; a later call with
+    the same key loads it instead of building it (the same arrays, bit for bit).
+
     Raises:
         InputError: unknown ``label`` (names the closest valid one); ``n_T`` < 1; bad
             ``obs_edges``; a ``hist`` that is not a ResponseHistogram, whose observable binning
@@ -107,6 +112,17 @@ def signal_component(label: str, obs_edges, *, norm: str, response: ResponsePara
         n_T = _check_count(n_T, f"{label}: n_T (number of recoil bins)", 1)
     elif not isinstance(hist, ResponseHistogram):
         raise InputError(f"{label}: hist must be a ResponseHistogram, got {type(hist).__name__}")
+    # Everything the component depends on besides nuejax's code and data (nuejax.cache); a
+    # user's histogram is keyed by its arrays like every other argument.
+    arguments = dict(label=label, obs_edges=obs_edges, norm=norm, response=response, table=table, hist=hist,
+                     n_T=n_T, solar_model=solar_model, radiative=radiative, n_E=n_E, osc=osc, mask=mask, dtype=dt)
+    return cached("signal", label, arguments, lambda: _build_signal_component(**arguments))
+
+
+def _build_signal_component(label, obs_edges, norm, response, table, hist, n_T, solar_model, radiative, n_E, osc,
+                            mask, dtype) -> SignalComponent:
+    """The body of :func:`signal_component` after its argument checks (uncached)."""
+    dt = dtype
     src = build_source(label, solar_model=solar_model, n_E=n_E, dtype=dt)
     if hist is None:
         t_edges = uniform_recoil_edges(float(src.t_end), n_T, dtype=dt)

@@ -1,0 +1,482 @@
+"""On-disk cache of the fixed tensors of a model build.
+
+Building the default model compiles about 155 small XLA programs (the analytic response
+histograms, SM spectra and precomputed cross sections of nine spectra, and eight background
+templates). Their outputs depend only on the builder's arguments and on nuejax's own code and
+data, so :func:`cached` stores them once and later builds load them (docs/model.md, "On-disk
+cache of model tensors").
+
+Where: ``$NUEJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/nuejax``, else ``~/.cache/nuejax``.
+``NUEJAX_CACHE=0`` (or ``off``, ``false``, ``no``) disables it. :func:`cache_info` reports
+its size, :func:`clear_cache` empties it (``nuejax cache``, ``nuejax cache --clear``).
+
+The key of an entry hashes (blake2b):
+
+* every argument of the builder: arrays by kind (JAX or numpy), dtype, shape, weak type and
+  bytes; dataclasses and named tuples (ResponseParams, QuenchingTable, OscillationParams,
+  ResponseHistogram) by class and field values; numbers, strings, flags and dtypes by type and
+  value;
+* the process's :func:`fingerprint`: the bytes of every ``nuejax/**/*.py`` and every file under
+  ``nuejax/data/`` (so any change of code or data makes new keys), the versions of nuejax,
+  JAX, jaxlib, numpy and Python, the JAX backend and device kind, the CPU's instruction-set
+  flags and ``XLA_FLAGS`` (compiled code may round differently elsewhere);
+* the JAX settings read at call time: ``jax_enable_x64`` and ``jax_default_matmul_precision``.
+
+An entry is one uncompressed ``.npz`` file: the flattened PyTree's leaves, its pickled treedef
+and a JSON header holding the full key, which a load checks. Storing the PyTree generically means
+a change of the tensors' classes needs no change here (the source fingerprint retires old
+entries). A writer writes a temporary file in the cache folder and ``os.replace`` s it into
+place, so concurrent builders never expose a half-written entry. The documented fallback: an
+entry that cannot be read (corrupt, truncated, foreign) is a miss -- warned once per file,
+rebuilt and overwritten; a folder that cannot be written leaves the build uncached, warned once;
+arguments that cannot be keyed (a traced value, an unknown object) skip the cache, warned once
+per type. The result is then exactly the uncached one.
+
+The treedef is unpickled on a load, so the cache folder must be as trusted as your code: do not
+point ``NUEJAX_CACHE_DIR`` at a folder others can write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import json
+import os
+import pickle
+import platform
+import re
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "argument_key", "fingerprint", "source_digest",
+           "environment", "cache_info", "clear_cache", "ENV_DIR", "ENV_SWITCH"]
+
+#: Environment variable naming the cache folder.
+ENV_DIR = "NUEJAX_CACHE_DIR"
+#: Environment variable switching the cache off (``0``, ``off``, ``false``, ``no``) or on.
+ENV_SWITCH = "NUEJAX_CACHE"
+#: Version of the entry layout below; part of every key.
+FORMAT_VERSION = 1
+
+_OFF = ("0", "off", "false", "no")
+_ON = ("", "1", "on", "true", "yes")
+#: ``<kind>-<label>-<key>.npz``; :func:`clear_cache` removes only files of this form (and the
+#: temporary files of writers), never anything else in a folder a user may have shared.
+_ENTRY = re.compile(r"^(?P<kind>[a-z]+)-(?P<label>[A-Za-z0-9_.]+)-(?P<env>[0-9a-f]{12})(?P<args>[0-9a-f]{28})\.npz$")
+_TMP = re.compile(r"^\.tmp-.*\.npz$")
+
+_warned: set = set()
+
+T = TypeVar("T")
+
+
+class CacheWarning(UserWarning):
+    """An entry of the on-disk cache could not be read or written; the build went on uncached."""
+
+
+def _warn_once(tag, message: str) -> None:
+    if tag not in _warned:
+        _warned.add(tag)
+        warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def cache_enabled() -> bool:
+    """False when ``$NUEJAX_CACHE`` is ``0``, ``off``, ``false`` or ``no`` (any case); True when it is
+    unset, empty, ``1``, ``on``, ``true`` or ``yes``.
+
+    Raises:
+        InputError: any other value (names the variable and the accepted values).
+    """
+    value = os.environ.get(ENV_SWITCH, "").strip().lower()
+    if value in _OFF:
+        return False
+    if value in _ON:
+        return True
+    raise InputError(f"{ENV_SWITCH}={os.environ[ENV_SWITCH]!r}: expected one of {', '.join(_OFF)} (off) "
+                     f"or {', '.join(v for v in _ON if v)} (on)")
+
+
+def cache_dir() -> Path:
+    """The cache folder: ``$NUEJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/nuejax``, else
+    ``~/.cache/nuejax`` (read at every call; not created here)."""
+    if os.environ.get(ENV_DIR):
+        return Path(os.environ[ENV_DIR]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "nuejax"
+    return Path.home() / ".cache" / "nuejax"
+
+
+# ---------------------------------------------------------------------------------------------
+# keys
+
+
+def _package_files(root: Path) -> list:
+    """Every ``*.py`` of the package and every file under ``data/``, sorted by relative path."""
+    files = {p for p in root.rglob("*.py") if "__pycache__" not in p.parts}
+    files |= {p for p in (root / "data").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _cpu_flags() -> str:
+    # XLA:CPU compiles for the host's instruction set (FMA, AVX-512), which can change the last
+    # bit of a result: a folder shared by different machines must not mix their entries.
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def source_digest(root: Path) -> str:
+    """Hex digest of the package at ``root``: the relative path, size and bytes of every ``*.py``
+    under it and of every file under ``root/data``."""
+    h = hashlib.blake2b(digest_size=20)
+    for path in _package_files(Path(root)):
+        data = path.read_bytes()
+        h.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def environment() -> dict:
+    """The versions and machine an entry was computed with (part of :func:`fingerprint`)."""
+    from . import __version__
+
+    dev = jax.devices()[0]
+    return dict(format=FORMAT_VERSION, nuejax=__version__, jax=jax.__version__, jaxlib=_jaxlib_version(),
+                numpy=np.__version__, python=sys.version.split()[0], machine=platform.machine(),
+                backend=jax.default_backend(), device=getattr(dev, "device_kind", ""), cpu=_cpu_flags(),
+                xla_flags=os.environ.get("XLA_FLAGS", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def fingerprint() -> str:
+    """Hex digest of what every entry depends on besides its arguments: :func:`source_digest` of
+    the installed package and :func:`environment`; computed once per process (it reads about
+    1.3 MB of files: about 10 ms)."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(source_digest(Path(__file__).resolve().parent).encode())
+    h.update(json.dumps(environment(), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _jaxlib_version() -> str:
+    try:
+        import jaxlib
+
+        return jaxlib.__version__
+    except (ImportError, AttributeError):
+        return ""
+
+
+class _Unkeyable(TypeError):
+    """An argument that :func:`argument_key` cannot describe exactly."""
+
+
+def _feed(h, x) -> None:
+    """Add a tagged, unambiguous encoding of ``x`` to the hash ``h``."""
+    if x is None:
+        h.update(b"N;")
+    elif isinstance(x, jax.core.Tracer):
+        raise _Unkeyable("a traced JAX value")
+    elif isinstance(x, (np.ndarray, np.generic, jax.Array)):
+        # Before the Python scalars: np.float64 subclasses float, but as a strongly typed value
+        # it can promote differently from a Python float, so the two must not share a key. A
+        # JAX array and a numpy one of the same bits are told apart too: a builder may treat
+        # them differently (jnp against np functions).
+        tag = (b"j" + (b"w" if x.weak_type else b"s")) if isinstance(x, jax.Array) else b"n"
+        a = np.asarray(x)
+        if a.dtype == object:
+            raise _Unkeyable("an object array")
+        h.update(b"A" + tag + a.dtype.str.encode() + repr(a.shape).encode())
+        h.update(hashlib.blake2b(a.tobytes(), digest_size=20).digest())  # tobytes: C order whatever the strides
+    elif isinstance(x, bool):
+        h.update(b"B1;" if x else b"B0;")
+    elif isinstance(x, int):
+        h.update(b"I%d;" % x)
+    elif isinstance(x, float):
+        h.update(b"F" + x.hex().encode() + b";")
+    elif isinstance(x, complex):
+        h.update(b"C" + x.real.hex().encode() + b"," + x.imag.hex().encode() + b";")
+    elif isinstance(x, str):
+        b = x.encode()
+        h.update(b"S%d:" % len(b) + b)
+    elif isinstance(x, bytes):
+        h.update(b"Y%d:" % len(x) + x)
+    elif isinstance(x, np.dtype):
+        h.update(b"D" + x.str.encode() + b";")
+    elif isinstance(x, enum.Enum):
+        h.update(b"E" + type(x).__qualname__.encode() + b"." + x.name.encode() + b";")
+    elif isinstance(x, tuple) and hasattr(x, "_fields"):  # named tuple
+        h.update(b"T" + f"{type(x).__module__}.{type(x).__qualname__}".encode() + b"(")
+        for name in x._fields:
+            _feed(h, name)
+            _feed(h, getattr(x, name))
+        h.update(b")")
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        h.update(b"K" + f"{type(x).__module__}.{type(x).__qualname__}".encode() + b"(")
+        for f in dataclasses.fields(x):
+            _feed(h, f.name)
+            _feed(h, getattr(x, f.name))
+        h.update(b")")
+    elif isinstance(x, (tuple, list)):
+        h.update(b"L(" if isinstance(x, list) else b"U(")
+        for item in x:
+            _feed(h, item)
+        h.update(b")")
+    elif isinstance(x, dict):
+        h.update(b"M(")
+        for k in sorted(x, key=repr):
+            _feed(h, k)
+            _feed(h, x[k])
+        h.update(b")")
+    else:
+        raise _Unkeyable(f"an object of type {type(x).__module__}.{type(x).__qualname__}")
+
+
+def argument_key(kind: str, arguments: dict) -> str:
+    """Hex key (40 digits) of an entry: the first 12 from :func:`fingerprint`, the other 28 from
+    ``kind``, ``arguments`` (name -> value, encoded as the module docstring says) and the JAX
+    settings of the moment.
+
+    Raises:
+        TypeError: an argument that cannot be encoded exactly (a traced value, an unknown object);
+            :func:`cached` then builds without the cache.
+    """
+    h = hashlib.blake2b(digest_size=14)
+    _feed(h, (FORMAT_VERSION, fingerprint(), kind, bool(jax.config.jax_enable_x64),
+              str(jax.config.jax_default_matmul_precision)))
+    _feed(h, dict(arguments))
+    return fingerprint()[:12] + h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# entries
+
+
+class _Unstorable(TypeError):
+    """A value whose leaves :func:`_store` cannot write exactly."""
+
+
+def _encode_leaf(leaf):
+    """(numpy array, kind) of one leaf; kind says what :func:`_decode_leaf` rebuilds."""
+    if isinstance(leaf, jax.core.Tracer):
+        raise _Unstorable("a traced JAX value")
+    if isinstance(leaf, jax.Array):
+        if leaf.weak_type:  # a reload would be strongly typed and could promote differently
+            raise _Unstorable("a weakly typed JAX array")
+        return np.asarray(leaf), "jax"
+    if isinstance(leaf, np.ndarray):
+        if leaf.dtype == object:
+            raise _Unstorable("an object array")
+        return leaf, "numpy"
+    if isinstance(leaf, np.generic):
+        return np.asarray(leaf), "numpy-scalar"
+    for kind in (bool, int, float, complex):  # bool before int
+        if type(leaf) is kind:
+            return np.asarray(leaf), kind.__name__
+    raise _Unstorable(f"a leaf of type {type(leaf).__module__}.{type(leaf).__qualname__}")
+
+
+def _decode_leaf(a: np.ndarray, kind: str):
+    if kind == "jax":
+        return jnp.asarray(a)
+    if kind == "numpy":
+        return a
+    if kind == "numpy-scalar":
+        return a[()]
+    if kind in ("bool", "int", "float", "complex"):
+        return {"bool": bool, "int": int, "float": float, "complex": complex}[kind](a.item())
+    raise ValueError(f"unknown leaf kind {kind!r}")
+
+
+def _store(path: Path, key: str, value) -> None:
+    """Write ``value`` (a PyTree) to ``path`` atomically (temporary file + ``os.replace``)."""
+    leaves, treedef = jax.tree_util.tree_flatten(value)
+    encoded = [_encode_leaf(leaf) for leaf in leaves]
+    header = dict(format=FORMAT_VERSION, key=key, kinds=[k for _, k in encoded], created=time.time())
+    arrays = {f"leaf_{i:05d}": a for i, (a, _) in enumerate(encoded)}
+    arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    try:
+        tree_bytes = pickle.dumps(treedef, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as err:  # e.g. a node class defined inside a function
+        raise _Unstorable(f"a tree structure that cannot be pickled ({type(err).__name__}: {err})") from err
+    arrays["__treedef__"] = np.frombuffer(tree_bytes, dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=path.parent)
+    try:
+        # no fsync: a file left incomplete by a crash fails its zip CRC or header on the next
+        # load and is rebuilt, which is cheaper than syncing every entry
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+_MISSING = object()
+
+
+def _load(path: Path, key: str):
+    """The PyTree stored at ``path`` under ``key``, or ``_MISSING`` if there is no file.
+
+    Raises:
+        Exception: of any type for a file that is not a complete entry of ``key`` (corrupt,
+            truncated, another key); :func:`cached` treats it as a miss.
+    """
+    try:
+        f = open(path, "rb")
+    except (FileNotFoundError, NotADirectoryError):  # no entry (or no folder) yet
+        return _MISSING
+    with f, np.load(f, allow_pickle=False) as z:
+        header = json.loads(z["__header__"].tobytes().decode())
+        if header.get("format") != FORMAT_VERSION or header.get("key") != key:
+            raise ValueError(f"holds key {header.get('key')!r}, not {key!r}")
+        treedef = pickle.loads(z["__treedef__"].tobytes())
+        kinds = header["kinds"]
+        if len(kinds) != treedef.num_leaves or len(z.files) != len(kinds) + 2:
+            raise ValueError(f"has {len(z.files) - 2} leaves, its tree {treedef.num_leaves}")
+        # every member is read to its end, so zipfile checks its CRC-32
+        leaves = [_decode_leaf(z[f"leaf_{i:05d}"], k) for i, k in enumerate(kinds)]
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def _safe_label(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", label)[:60] or "_"
+
+
+def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:
+    """``build()``, or the entry stored for (``kind``, ``arguments``) if there is one.
+
+    ``kind`` (lowercase letters) and ``label`` name the file, ``<kind>-<label>-<key>.npz`` in
+    :func:`cache_dir`; ``arguments`` must hold everything ``build`` depends on besides nuejax's
+    code and data (module docstring). A miss builds, stores and returns the built value; a hit
+    returns the stored one: same PyTree, leaves of the same types and dtypes (JAX arrays as JAX
+    arrays, numpy as numpy), same bits. With the cache disabled this is ``build()``.
+
+    Exceptions of ``build`` propagate and nothing is stored. Unreadable entries, unwritable
+    folders and unkeyable arguments fall back to ``build()`` with a :class:`CacheWarning`.
+    """
+    if not re.fullmatch(r"[a-z]+", kind):
+        raise ValueError(f"cache kind must be lowercase letters, got {kind!r}")
+    if not cache_enabled():
+        return build()
+    try:
+        key = argument_key(kind, arguments)
+    except _Unkeyable as err:
+        _warn_once(("key", str(err)), f"nuejax cache: not cached: {kind} {label!r} has {err} as an argument")
+        return build()
+    path = cache_dir() / f"{kind}-{_safe_label(label)}-{key}.npz"
+    try:
+        value = _load(path, key)
+    except Exception as err:  # the documented fallback: any unreadable entry is a miss
+        _warn_once(("load", str(path)), f"nuejax cache: unreadable entry {path} ({type(err).__name__}: {err}); "
+                                        "rebuilding it")
+        value = _MISSING
+    if value is not _MISSING:
+        return value
+    value = build()
+    try:
+        _store(path, key, value)
+    except (OSError, _Unstorable) as err:
+        # once per folder and cause (an errno, or what could not be stored)
+        cause = err.errno if isinstance(err, OSError) else str(err)
+        _warn_once(("store", str(path.parent), type(err).__name__, cause),
+                   f"nuejax cache: could not store {kind} {label!r} in {path.parent} "
+                   f"({type(err).__name__}: {err}); building without the cache")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# housekeeping
+
+
+def _entries(folder: Path) -> list:
+    try:
+        return [p for p in folder.iterdir() if _ENTRY.match(p.name) or _TMP.match(p.name)]
+    except FileNotFoundError:
+        return []
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except FileNotFoundError:  # removed by another process meanwhile
+        return 0
+
+
+def cache_info() -> dict:
+    """What the cache holds: ``path``, ``enabled``, ``entries`` and ``bytes`` (all nuejax entries
+    in the folder), ``current_entries``/``current_bytes`` (those of this code, data and
+    environment, :func:`fingerprint`; the others are stale), ``temporary_files`` (of writers
+    running now or killed), and ``by_kind`` (kind -> [entries, bytes]). Reads only file names and
+    sizes."""
+    folder = cache_dir()
+    env = fingerprint()[:12]
+    info = dict(path=str(folder), enabled=cache_enabled(), entries=0, bytes=0, current_entries=0,
+                current_bytes=0, temporary_files=0, by_kind={})
+    for p in _entries(folder):
+        size = _size(p)
+        m = _ENTRY.match(p.name)
+        if m is None:
+            info["temporary_files"] += 1
+            info["bytes"] += size
+            continue
+        info["entries"] += 1
+        info["bytes"] += size
+        n, b = info["by_kind"].get(m["kind"], (0, 0))
+        info["by_kind"][m["kind"]] = [n + 1, b + size]
+        if m["env"] == env:
+            info["current_entries"] += 1
+            info["current_bytes"] += size
+    return info
+
+
+def clear_cache(*, stale_only: bool = False) -> tuple:
+    """Remove the cache's entries (and writers' temporary files) from :func:`cache_dir`; with
+    ``stale_only``, only entries of other code, data or environments than this process's.
+    Other files in the folder are left alone. Returns ``(files removed, bytes freed)``."""
+    env = fingerprint()[:12] if stale_only else None
+    n = freed = 0
+    for p in _entries(cache_dir()):
+        m = _ENTRY.match(p.name)
+        if stale_only and (m is None or m["env"] == env):
+            continue
+        size = _size(p)
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            continue
+        n += 1
+        freed += size
+    return n, freed
+
+
+def _describe_bytes(n: int) -> str:
+    """``n`` bytes in B, kB, MB, GB or TB (powers of 1000)."""
+    if n < 1000:
+        return f"{n} B"
+    for unit in ("kB", "MB", "GB", "TB"):
+        n /= 1000
+        if n < 1000 or unit == "TB":
+            return f"{n:.1f} {unit}"
