@@ -172,7 +172,7 @@ def test_stacked_general_path_gradient_equals_plain_autodiff_of_direct_route(mod
 @pytest.mark.slow  # in the slow job (README): keeps the default run under 10 min
 def test_forward_node_derivatives_equal_reverse(model):
     """The two exact derivative routes through the node interpolation (tangent tables pushed
-    forward, the accelerator default; plain reverse mode, the CPU default) agree."""
+    forward to the kinematic sums, the default; plain reverse mode, a scatter-add) agree."""
     from nuejax.model.spectral_model import osc_from_params, physics_from_params
     from nuejax.physics.precomputed import group_recoil_spectra
 

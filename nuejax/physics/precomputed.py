@@ -2,32 +2,47 @@ r"""Recoil spectra at fixed recoil energies with the cross section precomputed o
 
 For a fixed set of recoil energies :math:`T_i` (a model's recoil-bin centres) the neutrino-energy
 nodes :math:`E_{iq}` of Eq. (fT) (see :func:`~nuejax.physics.spectra.recoil_spectrum`) and their
-weights are fixed, and so is the cross section there, up to its polynomial dependence on the new
-physics (quadratic in the NSI couplings of each flavour, linear in :math:`\mu_\nu^2`). Only the
-oscillated spectrum :math:`\lambda(E)\bar P_{e\alpha}(E)` changes with the oscillation parameters.
-:class:`PrecomputedSpectrum` therefore stores 19 coefficient tensors per component -- one SM term
-per flavour, five NSI terms per flavour, one magnetic-moment term -- and a call costs an
-interpolation of :math:`\lambda\bar P` plus a contraction, instead of the cross section on
-n_T × n_quad × 3 nodes. The coefficients are extracted from :func:`dsigma_dT` itself by evaluating
-it at unit couplings (exact for a quadratic), so there is one implementation of the physics; the
-tests compare the two routes.
+weights are fixed. The weak cross section factorises into flavour-independent kinematic factors
+and flavour-dependent couplings (BKS Eq. A1; tree level with :math:`f = 0`; the NSI shift the
+couplings, :math:`\tilde g = g + \varepsilon`):
+
+.. math::
+    \frac{d\sigma_\alpha}{dT} = \sigma_0\big[\tilde g_{L\alpha}^2(T) K_A(T,E) + \tilde g_{R\alpha}^2(T) K_B(T,E)
+        + \tilde g_{L\alpha}\tilde g_{R\alpha}(T) K_C(T,E)\big] + \mu_\alpha^2 K_\mu(T,E),
+
+where only the couplings depend on the flavour (with BKS also on :math:`T`, never on :math:`E`;
+:func:`~nuejax.physics.cross_section.weak_kinematics`), and :math:`K_\mu = \pi r_e^2(1/T - 1/E)`
+(paper Eq. xs_mm). So the recoil spectrum is
+
+.. math::
+    f_T(T_i) = \sum_\alpha \big[\tilde g_{L\alpha}^2 S_{A\alpha} + \tilde g_{R\alpha}^2 S_{B\alpha}
+        + \tilde g_{L\alpha}\tilde g_{R\alpha} S_{C\alpha} + \mu_\alpha^2 S_{\mu\alpha}\big](T_i),\qquad
+    S_{k\alpha}(T_i) = \sum_q w_{iq} K_k(T_i, E_{iq})\, \lambda\bar P_{e\alpha}(E_{iq}),
+
+:class:`PrecomputedSpectrum` stores the four weighted kinematic arrays :math:`w K_k` (n_T, q) and
+the couplings (3, n_T). A call interpolates :math:`\lambda\bar P` onto the nodes, makes the four
+sums :math:`S` per flavour (one pass over 4 fixed arrays instead of 21 per-flavour coefficient
+arrays), and combines them with the couplings. The new physics enters only that last, small step,
+so the derivatives in ε and μ_ν never touch the node arrays. The tests compare this route with
+:func:`~nuejax.physics.spectra.recoil_spectrum`, which evaluates :func:`dsigma_dT` itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .cross_section import NewPhysics, dsigma_dT
+from .cross_section import NewPhysics, _MM_SCALE_SIGMA0, _eps, _mm_shape, bks_couplings, tree_couplings, weak_kinematics
 from .oscillation import OscillationParams, ProductionProfile, _is_zero
 from .spectra import SolarSource, _flavour_table, _grid_position, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
-           "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra"]
+           "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra",
+           "kinematic_sums", "combine_sums"]
 
 
 def probe_points(mu_unit: float = 1.0) -> NewPhysics:
@@ -72,20 +87,18 @@ class PrecomputedSpectrum:
     (n_T, q) quadrature weights, zero where a node lies outside the source's table (lines: ones);
     ``index``/``frac`` (n_T, q) the linear-interpolation position of every node in the source
     table (fixed, so a call gathers instead of searching; lines: the line index and 0);
-    ``sm`` (3, n_T, q), ``nsi`` (five arrays (3, n_T, q): the terms ε_L, ε_R, ε_L², ε_R²,
-    ε_L ε_R of each flavour) and ``mm`` (3, n_T, q) the cross-section coefficients in σ0 units
-    (``mm`` per ``mu_unit``², ``mu_unit`` the probe μ_ν in units of 1e-11 μ_B, by default 1),
-    flavour axis first.
+    ``kin`` (4, n_T, q) the weighted kinematic factors :math:`w K_A, w K_B, w K_C, w K_\\mu` in σ0
+    units (:math:`K_\\mu` per (10⁻¹¹ μ_B)²), zero outside the physical region; ``gL``, ``gR``
+    (3, n_T) the SM couplings of ν_e, ν_μ, ν_τ at each recoil energy (module docstring).
     """
 
     energies: jax.Array
     weights: jax.Array
     index: jax.Array
     frac: jax.Array
-    sm: jax.Array
-    nsi: tuple
-    mm: jax.Array
-    mu_unit: float = field(metadata=dict(static=True))
+    kin: jax.Array
+    gL: jax.Array
+    gR: jax.Array
 
 
 def _node_positions(source: SolarSource, E):
@@ -98,60 +111,71 @@ def _node_positions(source: SolarSource, E):
     return _grid_position(E, grid, np)
 
 
-@partial(jax.jit, static_argnums=(2, 3))
-def _probe_coefficients(T, E, mu_unit, radiative):
-    # One compiled program per shape: evaluated eagerly, the probes' cross sections dispatched
-    # dozens of small XLA compilations per component (most of a model's build time).
-    probes = probe_points(mu_unit)
-    xs = jax.vmap(lambda p: dsigma_dT(T[:, None], E, p, radiative=radiative, in_sigma0_units=True))(probes)
-    return jnp.moveaxis(coefficients_from_probes(xs), -1, 1)
+@partial(jax.jit, static_argnums=3)
+def _weighted_kinematics(T, E, W, radiative):
+    # One compiled program per shape: evaluated eagerly, the elementwise steps dispatched dozens
+    # of small XLA compilations per component (most of a model's build time).
+    valid, K, _, _ = weak_kinematics(T[:, None], E, radiative=radiative)
+    K = jnp.where(valid[..., None], K, 0.0)
+    mm = _mm_shape(T[:, None], E) * _MM_SCALE_SIGMA0**2
+    return W * jnp.concatenate([jnp.moveaxis(K, -1, 0), mm[None]])
 
 
-def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48,
-                        mu_unit: float = 1.0) -> PrecomputedSpectrum:
-    """Precompute the cross-section coefficients of ``source`` at the recoil energies ``T`` (n_T,).
 
-    ``mu_unit`` is the μ_ν probe point in units of 1e-11 μ_B (the unit of ``NewPhysics.mu_nu``);
-    the result does not depend on it beyond rounding."""
+def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48) -> PrecomputedSpectrum:
+    """Precompute the weighted kinematic factors and couplings of ``source`` at the recoil energies ``T`` (n_T,)."""
     T = jnp.asarray(T, dtype=source.energies.dtype)
     if source.is_line:
         E = jnp.broadcast_to(source.energies, T.shape + source.energies.shape)
         W = jnp.ones_like(E)
     else:
         E, W = energy_nodes(source, T, n_quad)
-    c = _probe_coefficients(T, E, float(mu_unit), radiative)  # (17, 3, n_T, q): flavour-major
-    nsi = tuple(jnp.stack([c[1 + 5 * a + k, a] for a in range(3)]) for k in range(5))
     index, frac, inside = _node_positions(source, E)
+    W = jnp.where(jnp.asarray(inside), W, 0.0)
+    kin = _weighted_kinematics(T, E, W, radiative)
+    if radiative:
+        gL, gR = bks_couplings(T)  # (n_T, 3); the guard of bks_couplings only acts at T = 0
+    else:
+        gL, gR = (jnp.broadcast_to(g, T.shape + (3,)) for g in tree_couplings())
     dt = source.energies.dtype
-    return PrecomputedSpectrum(E, jnp.where(jnp.asarray(inside), W, 0.0), jnp.asarray(index, dtype=jnp.int32),
-                               jnp.asarray(frac, dtype=dt), c[0], nsi, c[16], float(mu_unit))
+    return PrecomputedSpectrum(E, W, jnp.asarray(index, dtype=jnp.int32), jnp.asarray(frac, dtype=dt),
+                               kin.astype(dt), jnp.asarray(gL.T, dtype=dt), jnp.asarray(gR.T, dtype=dt))
 
 
-def _node_values(table, pre: PrecomputedSpectrum):
-    """The table (n, 3) linearly interpolated at the nodes, times the quadrature weights: (3, n_T, q).
+def _node_interp(table, pre: PrecomputedSpectrum):
+    """The table (n, 3) linearly interpolated at the nodes: (3, n_T, q).
 
     A zero row is appended so that a line's ``index + 1`` stays in range (its ``frac`` is 0)."""
     t = jnp.concatenate([table, jnp.zeros_like(table[:1])]).T
-    return pre.weights * (t[:, pre.index] * (1.0 - pre.frac) + t[:, pre.index + 1] * pre.frac)
+    return t[:, pre.index] * (1.0 - pre.frac) + t[:, pre.index + 1] * pre.frac
 
 
-def _contract(wg, pre: PrecomputedSpectrum, physics: NewPhysics):
-    """f(T_i) = sum over nodes and flavours of the weighted table times the cross section.
+def _node_values(table, pre: PrecomputedSpectrum):
+    """The table (n, 3) interpolated at the nodes times the quadrature weights: (3, n_T, q)."""
+    return pre.weights * _node_interp(table, pre)
 
-    The cross section at the nodes is assembled elementwise from coefficient arrays that share
-    the flavour-major layout (3, n_T, q) of ``wg``, one array per NSI term, so that XLA fuses the
-    contraction into one multiply-and-reduce pass (einsums, a flavour-minor layout or slices of
-    one stacked NSI array each made XLA:CPU several times slower; docs/benchmarks.md)."""
-    c = nsi_coefficients(physics.eps_L, physics.eps_R)  # (3, 5)
-    mu = jnp.broadcast_to(jnp.asarray(physics.mu_nu), (3,)) / pre.mu_unit
-    xs = pre.sm + (mu**2)[:, None, None] * pre.mm
-    for k in range(5):
-        xs = xs + c[:, k, None, None] * pre.nsi[k]
-    return jnp.sum(wg * xs, axis=(0, 2))
+
+def kinematic_sums(nodes, pre: PrecomputedSpectrum):
+    r"""The sums :math:`S_{k\alpha}(T_i) = \sum_q w K_k\, \lambda\bar P_{e\alpha}` (module docstring):
+    (4, 3, n_T) from the table at the nodes ``nodes`` (3, n_T, q).
+
+    One einsum over the stacked factors: on XLA:CPU it measured 2x faster than four separate
+    products and sums (2026-11-25, benchmarks/NOTES.md)."""
+    return jnp.einsum("ftq,ktq->kft", nodes, pre.kin)
+
+
+def combine_sums(S, pre: PrecomputedSpectrum, physics: NewPhysics):
+    r""":math:`f_T(T_i) = \sum_\alpha [\tilde g_L^2 S_A + \tilde g_R^2 S_B + \tilde g_L\tilde g_R S_C
+    + \mu^2 S_\mu]` with :math:`\tilde g = g + \varepsilon` (module docstring); ``S`` (4, 3, n_T)."""
+    gL = pre.gL + _eps(physics.eps_L)[:, None]
+    gR = pre.gR + _eps(physics.eps_R)[:, None]
+    mu2 = jnp.broadcast_to(_eps(physics.mu_nu), (3,))[:, None] ** 2
+    return jnp.sum(gL * gL * S[0] + gR * gR * S[1] + gL * gR * S[2] + mu2 * S[3], axis=0)
 
 
 def _spectrum(energies, weights, profile, pre, physics, osc):
-    return _contract(_node_values(_flavour_table(energies, weights, profile, osc), pre), pre, physics)
+    table = _flavour_table(energies, weights, profile, osc)
+    return combine_sums(kinematic_sums(_node_interp(table, pre), pre), pre, physics)
 
 
 def precomputed_recoil_spectrum(source: SolarSource, pre: PrecomputedSpectrum, physics: NewPhysics,
@@ -180,7 +204,7 @@ class SpectrumGroup:
 
 
 def _shape_key(source: SolarSource, pre: PrecomputedSpectrum):
-    return (source.is_line, source.energies.shape, pre.energies.shape, pre.sm.shape, pre.mu_unit)
+    return (source.is_line, source.energies.shape, pre.energies.shape)
 
 
 def group_spectra(sources, pres) -> tuple:
@@ -217,31 +241,32 @@ def _group_tables(group: SpectrumGroup, osc: OscillationParams):
     return jax.vmap(lambda e, w, prof: _flavour_table(e, w, prof, osc))(group.energies, group.weights, group.profile)
 
 
-def _group_nodes(group: SpectrumGroup, tables):
-    return jax.vmap(_node_values)(tables, group.pre)
+def _group_sums(group: SpectrumGroup, tables):
+    return jax.vmap(lambda t, pre: kinematic_sums(_node_interp(t, pre), pre))(tables, group.pre)
 
 
 @jax.custom_jvp
-def group_weighted_nodes(group: SpectrumGroup, osc: OscillationParams):
-    r"""The oscillated source tables of a group at its quadrature nodes, times the weights: (g, 3, n_T, q).
+def group_kinematic_sums(group: SpectrumGroup, osc: OscillationParams):
+    r"""The kinematic sums :math:`S` (:func:`kinematic_sums`) of every spectrum of a group: (g, 4, 3, n_T).
 
-    Its JVP is :math:`\sum_k \dot	heta_k\, N(\partial_k 	ext{table})`, with the node values
-    :math:`N(\partial_k 	ext{table})` of one tangent table per perturbed oscillation parameter
-    computed from the primal alone. Reverse mode then contracts the cotangent with those node
-    values instead of transposing the node gather into a scatter-add, which on a GPU is a
-    contended atomic add of 10^6 nodes into a few thousand table entries. Forward mode and
-    higher derivatives work; equal to plain autodiff to rounding (tests)."""
-    return _group_nodes(group, _group_tables(group, osc))
+    :math:`S` is linear in the oscillated table, so its JVP is :math:`\sum_k \dot\theta_k\,
+    S(\partial_k\text{table})`, with one tangent table per perturbed oscillation parameter
+    computed from the primal alone. The tangent sums are small (g, 4, 3, n_T) arrays, so reverse
+    mode contracts the cotangent with them instead of transposing the node interpolation into a
+    scatter-add over the (g, 3, n_T, q) nodes (on a GPU a contended atomic add of 10⁶ nodes into
+    a few thousand table entries). Forward mode and higher derivatives work; equal to plain
+    autodiff to rounding (tests)."""
+    return _group_sums(group, _group_tables(group, osc))
 
 
-def _group_weighted_nodes_jvp(primals, tangents):
+def _group_kinematic_sums_jvp(primals, tangents):
     group, osc = primals
     dgroup, dosc = tangents
     if not all(_is_zero(t) for t in jax.tree.leaves(dgroup, is_leaf=_is_zero)):
         raise NotImplementedError("derivatives with respect to a spectrum group's fixed tables are not supported")
     free = tuple(k for k in osc._fields if not _is_zero(getattr(dosc, k)))
     if not free:
-        out = group_weighted_nodes(group, osc)
+        out = group_kinematic_sums(group, osc)
         return out, jnp.zeros_like(out)
 
     def tables(*vals):
@@ -250,28 +275,27 @@ def _group_weighted_nodes_jvp(primals, tangents):
     vals = tuple(jnp.asarray(getattr(osc, k)) for k in free)
     # linearize once, then one linear map per parameter (a vmap over the basis was 3x slower on CPU)
     tab, lin = jax.linearize(tables, *vals)
-    out = _group_nodes(group, tab)
+    out = _group_sums(group, tab)
     tangent = jnp.zeros_like(out)
     for i, k in enumerate(free):
         unit = tuple(jnp.ones_like(v) if j == i else jnp.zeros_like(v) for j, v in enumerate(vals))
-        tangent = tangent + jnp.asarray(getattr(dosc, k)) * _group_nodes(group, lin(*unit))
+        tangent = tangent + jnp.asarray(getattr(dosc, k)) * _group_sums(group, lin(*unit))
     return out, tangent
 
 
-group_weighted_nodes.defjvp(_group_weighted_nodes_jvp, symbolic_zeros=True)
+group_kinematic_sums.defjvp(_group_kinematic_sums_jvp, symbolic_zeros=True)
 
 
 def group_recoil_spectra(group: SpectrumGroup, physics: NewPhysics, osc: OscillationParams, *,
-                         forward_nodes: bool | None = None):
+                         forward_nodes: bool = True):
     """:func:`precomputed_recoil_spectrum` of every spectrum of ``group`` at once: (g, n_T).
 
-    ``forward_nodes`` chooses how derivatives pass the node interpolation: through
-    :func:`group_weighted_nodes` (tangent tables pushed forward; default on accelerators) or by
-    plain reverse mode (a scatter-add; default on CPU, where it measured faster). Both are exact."""
-    if forward_nodes is None:
-        forward_nodes = jax.default_backend() != "cpu"
-    if not forward_nodes:
-        return jax.vmap(lambda e, w, prof, pre: _spectrum(e, w, prof, pre, physics, osc))(
-            group.energies, group.weights, group.profile, group.pre)
-    wg = group_weighted_nodes(group, osc)
-    return jax.vmap(lambda w, pre: _contract(w, pre, physics))(wg, group.pre)
+    ``forward_nodes`` chooses how derivatives in the oscillation parameters pass the node
+    interpolation: through :func:`group_kinematic_sums` (tangent tables pushed forward to the
+    small sums; the default) or by plain reverse mode (a scatter-add over the nodes). Both are
+    exact; derivatives in ε and μ_ν never reach the nodes."""
+    if forward_nodes:
+        S = group_kinematic_sums(group, osc)
+    else:
+        S = _group_sums(group, _group_tables(group, osc))
+    return jax.vmap(lambda s, pre: combine_sums(s, pre, physics))(S, group.pre)
