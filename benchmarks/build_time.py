@@ -117,6 +117,7 @@ def main(argv=None) -> int:
     on = dict(base, NUEJAX_CACHE_DIR=str(folder))
     off = dict(base, NUEJAX_CACHE="0", NUEJAX_CACHE_DIR=str(folder))
     runs = {}
+    load_start = os.getloadavg() if hasattr(os, "getloadavg") else None  # other work on the machine
     try:
         print(f"n_T = {a.n_T}, cache folder {folder}", flush=True)
         runs["uncached"] = [_run_child(a.n_T, on)]
@@ -142,6 +143,7 @@ def main(argv=None) -> int:
         date=datetime.date.today().isoformat(), host=platform.node(), cpu_count=os.cpu_count(),
         device=first["device"], backend=first["backend"], jax=first["jax"], n_T=a.n_T,
         command="python benchmarks/build_time.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        load_average_start=load_start, load_average_end=os.getloadavg() if hasattr(os, "getloadavg") else None,
         cache_entries=n_files, cache_bytes=n_bytes, same_bits_everywhere=len(digests) == 1,
         same_nll_everywhere=len(nlls) == 1, imported_iminuit_or_uproot=any(
             r["imported_iminuit"] or r["imported_uproot"] for rs in runs.values() for r in rs),
@@ -151,7 +153,8 @@ def main(argv=None) -> int:
         Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
 
     print()
-    print(f"default model, n_T = {a.n_T}, {result['device']}, {result['cpu_count']} CPUs, {result['date']}")
+    print(f"default model, n_T = {a.n_T}, {result['device']}, {result['cpu_count']} CPUs, {result['date']}; "
+          f"load average (1 min) {load_start[0] if load_start else float('nan'):.2f} at the start")
     print(f"{'seconds':>10} {'import':>8} {'fingerprint':>12} {'build':>8} {'1st nll':>8} {'2nd nll':>9}")
     for mode, s in summary.items():
         n = len(runs[mode])
