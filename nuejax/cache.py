@@ -20,7 +20,8 @@ The key of an entry hashes (blake2b):
   ``nuejax/data/`` (so any change of code or data makes new keys), the versions of nuejax,
   JAX, jaxlib, numpy and Python, the JAX backend and device kind, the CPU's instruction-set
   flags and ``XLA_FLAGS`` (compiled code may round differently elsewhere);
-* the JAX settings read at call time: ``jax_enable_x64`` and ``jax_default_matmul_precision``.
+* the JAX settings read at call time: ``jax_enable_x64``, ``jax_default_matmul_precision`` and
+  ``jax_default_device``.
 
 An entry is one uncompressed ``.npz`` file: the flattened PyTree's leaves, its pickled treedef
 and a JSON header holding the full key, which a load checks. Storing the PyTree generically means
@@ -261,7 +262,7 @@ def argument_key(kind: str, arguments: dict) -> str:
     """
     h = hashlib.blake2b(digest_size=14)
     _feed(h, (FORMAT_VERSION, fingerprint(), kind, bool(jax.config.jax_enable_x64),
-              str(jax.config.jax_default_matmul_precision)))
+              str(jax.config.jax_default_matmul_precision), str(jax.config.jax_default_device)))
     _feed(h, dict(arguments))
     return fingerprint()[:12] + h.hexdigest()
 

@@ -185,10 +185,13 @@ def test_code_data_and_jax_settings_are_in_the_key(cache_folder, monkeypatch):
     with jax.default_matmul_precision("highest"):
         call()
     assert len(calls) == 2
+    with jax.default_device(jax.devices("cpu")[0]):  # an explicit device, even the default one
+        call()
+    assert len(calls) == 3
     monkeypatch.setattr(cache, "fingerprint", lambda: "0" * 40)  # other code, data or versions
     call()
-    assert len(calls) == 3
-    assert len([e for e in entries(cache_folder) if e.startswith("signal-")]) == 3
+    assert len(calls) == 4
+    assert len([e for e in entries(cache_folder) if e.startswith("signal-")]) == 4
 
 
 def test_source_digest_changes_with_any_source_or_data_file(tmp_path):
