@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -47,6 +48,44 @@ def _compile_time(fn, *args):
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args))
     return time.perf_counter() - t0
+
+
+def floors(model, n_calls: int) -> dict:
+    """The floors a call is measured against, in the same process: the fold alone (``f @ K`` over
+    the stacked kernels, (n_sig * n_T, n_obs), with a Poisson-like loss, value and value + gradient
+    with respect to f: it reads the kernels once, twice with the gradient) and a trivial jitted
+    call (host dispatch)."""
+    import jax
+    import jax.numpy as jnp
+
+    K = model.kernels.reshape(-1, model.n_obs)
+    f = jnp.ones(K.shape[0], dtype=K.dtype) * 1e-3
+    n = jnp.ones(model.n_obs, dtype=K.dtype)
+
+    def loss(f, K, n):
+        mu = f @ K + 1.0
+        return 2.0 * jnp.sum(mu - n * jnp.log(mu))
+
+    x = jnp.ones((), dtype=K.dtype)
+    return {"fold_shape": list(K.shape),
+            "fold_value": _stats(jax.jit(loss), f, K, n, n=n_calls),
+            "fold_value_and_grad": _stats(jax.jit(jax.value_and_grad(loss)), f, K, n, n=n_calls),
+            "dispatch": _stats(jax.jit(lambda x: x + 1.0), x, n=max(n_calls, 200))}
+
+
+def entry_ops(fn, *args) -> dict:
+    """How many instructions (fusions, library calls, copies...) the compiled program's entry
+    computation runs: on a GPU each is a kernel launch."""
+    text = fn.lower(*args).compile().as_text()
+    entry = text[text.index("ENTRY"):]
+    entry = entry[:entry.index("\n}")]
+    lines = [ln.strip() for ln in entry.splitlines()[1:] if "=" in ln]
+    kinds = {}
+    for ln in lines:
+        m = re.search(r"\s([a-z][\w\-.]*)\(", " " + ln.split("=", 1)[1])
+        op = m.group(1) if m else "?"
+        kinds[op] = kinds.get(op, 0) + 1
+    return {"total": len(lines), "by_op": dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:12])}
 
 
 def run(quick: bool, dtype_name: str, batch_sizes, n_calls: int, scan_points: int, do_fit: bool) -> dict:
@@ -90,6 +129,8 @@ def run(quick: bool, dtype_name: str, batch_sizes, n_calls: int, scan_points: in
                         "fast_value": _compile_time(value, fast, ftruth),
                         "fast_value_and_grad": _compile_time(vgrad, fast, ftruth)}
     out["value"] = _stats(value, model, truth, n=n_calls)
+    out["floors"] = floors(model, n_calls)
+    out["entry_ops_value_and_grad"] = entry_ops(vgrad, model, truth)
     out["value_and_grad"] = _stats(vgrad, model, truth, n=n_calls)
     out["fast_value"] = _stats(value, fast, ftruth, n=max(n_calls, 200))
     out["fast_value_and_grad"] = _stats(vgrad, fast, ftruth, n=max(n_calls, 200))
@@ -142,6 +183,8 @@ def run(quick: bool, dtype_name: str, batch_sizes, n_calls: int, scan_points: in
     out["ms_per_call_value"] = out["value"]["median_ms"]
     out["ms_per_call_value_and_grad"] = out["value_and_grad"]["median_ms"]
     out["ms_per_call_fast"] = out["fast_value"]["median_ms"]
+    fl = out["floors"]["fold_value_and_grad"]["median_ms"]
+    out["ratio_value_and_grad_to_fold_floor"] = out["value_and_grad"]["median_ms"] / fl
     return out
 
 
