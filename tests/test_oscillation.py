@@ -105,3 +105,53 @@ def test_custom_jvp_of_production_average_equals_plain_autodiff():
     for a in range(2):
         for b in range(2):
             assert float(got[a][b]) == pytest.approx(float(ref[a][b]), rel=1e-12)
+
+
+@pytest.mark.parametrize("component", ["pp", "7Be", "8B", "13N", "15O", "17F", "hep", "pep"])
+def test_production_quadrature_equals_the_zone_sum(component):
+    """The Gauss rule of the production distribution (40 nodes, what the flavour-diagonal model
+    uses) reproduces the average over every zone of the B16 table: P_ee and its derivatives in
+    the oscillation parameters over wide parameter ranges; the NSI-in-propagation states at
+    |eps| <= 0.1 (larger eps need more nodes: those models keep every zone)."""
+    from nuejax.physics.oscillation import PRODUCTION_NODES, mass_state_weights_nsi
+
+    full = production_profile(component)
+    rule = production_profile(component, nodes=PRODUCTION_NODES)
+    assert rule.n_e.shape == (PRODUCTION_NODES,) and full.n_e.shape[0] > 10 * PRODUCTION_NODES
+    assert float(jnp.sum(rule.weight)) == pytest.approx(1.0, abs=1e-14)
+    rng = np.random.default_rng(7)
+    E = jnp.linspace(0.05, 20.0, 400)
+    for _ in range(6):
+        osc = OscillationParams(sin2_theta12=rng.uniform(0.2, 0.45), sin2_theta13=rng.uniform(0.0, 0.05),
+                                dm2_21=rng.uniform(2e-5, 2e-4))
+        np.testing.assert_allclose(flavour_probabilities(E, osc, rule), flavour_probabilities(E, osc, full),
+                                   rtol=0, atol=1e-13)
+
+        def mean_pee(th, prof):
+            o = osc._replace(sin2_theta12=th[0], dm2_21=th[1] * 1e-5)
+            return jnp.sum(survival_probability(E, o, prof))
+
+        th = jnp.array([osc.sin2_theta12, osc.dm2_21 * 1e5])
+        np.testing.assert_allclose(jax.grad(mean_pee)(th, rule), jax.grad(mean_pee)(th, full), rtol=1e-11)
+        eps = rng.uniform(-0.1, 0.1, (3, 3)) + 1j * rng.uniform(-0.06, 0.06, (3, 3))
+        eps = jnp.asarray(0.5 * (eps + eps.conj().T))
+        np.testing.assert_allclose(mass_state_weights_nsi(E, osc, rule, eps), mass_state_weights_nsi(E, osc, full, eps),
+                                   rtol=0, atol=1e-12)
+
+
+def test_production_quadrature_is_a_gauss_rule_and_checks_its_input():
+    """Exact for polynomials of degree <= 2M - 1 in ln n_e, not beyond; bad input is an error."""
+    from nuejax.physics.oscillation import production_quadrature
+
+    full = production_profile("8B")
+    u, w = np.log(np.asarray(full.n_e)), np.asarray(full.weight)
+    x, W = production_quadrature(full.n_e, full.weight, 5)
+    ux = np.log(x)
+    c = u @ w
+    for k in range(10):
+        assert ((ux - c) ** k) @ W == pytest.approx(((u - c) ** k) @ w, rel=1e-10, abs=1e-14), k
+    assert abs(((ux - c) ** 10) @ W - ((u - c) ** 10) @ w) > 1e-6 * (((u - c) ** 10) @ w)
+    with pytest.raises(ValueError, match="nodes=0"):
+        production_quadrature(full.n_e, full.weight, 0)
+    with pytest.raises(ValueError, match="finite"):
+        production_quadrature(np.array([1.0, -2.0]), np.array([0.5, 0.5]), 1)

@@ -37,12 +37,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cross_section import NewPhysics, _MM_SCALE_SIGMA0, _eps, _mm_shape, bks_couplings, tree_couplings, weak_kinematics
-from .oscillation import OscillationParams, ProductionProfile, _is_zero
-from .spectra import SolarSource, _flavour_table, _grid_position, energy_nodes
+from .oscillation import (PRODUCTION_NODES, OscillationParams, ProductionProfile, _is_zero, flavour_affine, mean_cos2m,
+                          production_quadrature)
+from .spectra import SolarSource, _grid_position, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
            "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra",
-           "kinematic_sums", "combine_sums"]
+           "kinematic_sums", "oscillated_sums", "combine_sums", "group_cos_sums"]
 
 
 def probe_points(mu_unit: float = 1.0) -> NewPhysics:
@@ -89,7 +90,8 @@ class PrecomputedSpectrum:
     table (fixed, so a call gathers instead of searching; lines: the line index and 0);
     ``kin`` (4, n_T, q) the weighted kinematic factors :math:`w K_A, w K_B, w K_C, w K_\\mu` in σ0
     units (:math:`K_\\mu` per (10⁻¹¹ μ_B)²), zero outside the physical region; ``gL``, ``gR``
-    (3, n_T) the SM couplings of ν_e, ν_μ, ν_τ at each recoil energy (module docstring).
+    (3, n_T) the SM couplings of ν_e, ν_μ, ν_τ at each recoil energy; ``base`` (4, n_T) the sums
+    :math:`\\sum_q w K_k\\, \\lambda(E_q)` of the unoscillated spectrum (module docstring).
     """
 
     energies: jax.Array
@@ -99,6 +101,7 @@ class PrecomputedSpectrum:
     kin: jax.Array
     gL: jax.Array
     gR: jax.Array
+    base: jax.Array
 
 
 def _node_positions(source: SolarSource, E):
@@ -138,8 +141,10 @@ def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_qua
     else:
         gL, gR = (jnp.broadcast_to(g, T.shape + (3,)) for g in tree_couplings())
     dt = source.energies.dtype
-    return PrecomputedSpectrum(E, W, jnp.asarray(index, dtype=jnp.int32), jnp.asarray(frac, dtype=dt),
-                               kin.astype(dt), jnp.asarray(gL.T, dtype=dt), jnp.asarray(gR.T, dtype=dt))
+    index, frac = jnp.asarray(index, dtype=jnp.int32), jnp.asarray(frac, dtype=dt)
+    base = _interp_sums(source.weights, index, frac, kin)
+    return PrecomputedSpectrum(E, W, index, frac, kin.astype(dt), jnp.asarray(gL.T, dtype=dt),
+                               jnp.asarray(gR.T, dtype=dt), base.astype(dt))
 
 
 def _node_interp(table, pre: PrecomputedSpectrum):
@@ -155,13 +160,28 @@ def _node_values(table, pre: PrecomputedSpectrum):
     return pre.weights * _node_interp(table, pre)
 
 
-def kinematic_sums(nodes, pre: PrecomputedSpectrum):
-    r"""The sums :math:`S_{k\alpha}(T_i) = \sum_q w K_k\, \lambda\bar P_{e\alpha}` (module docstring):
-    (4, 3, n_T) from the table at the nodes ``nodes`` (3, n_T, q).
+def _interp_sums(values, index, frac, kin):
+    """(4, n_T): :math:`\\sum_q` kin × (``values`` (n,) interpolated at the nodes)."""
+    v = jnp.concatenate([values, jnp.zeros_like(values[:1])])
+    nodes = v[index] * (1.0 - frac) + v[index + 1] * frac
+    return jnp.sum(nodes[None] * kin, axis=-1)
 
-    One einsum over the stacked factors: on XLA:CPU it measured 2x faster than four separate
-    products and sums (2026-11-25, benchmarks/NOTES.md)."""
-    return jnp.einsum("ftq,ktq->kft", nodes, pre.kin)
+
+def kinematic_sums(table, pre: PrecomputedSpectrum):
+    r"""The sums :math:`S_{k\alpha}(T_i) = \sum_q w K_k\, \lambda\bar P_{e\alpha}` (module docstring):
+    (4, 3, n_T) for a flavour table ``table`` (n, 3) of :math:`\lambda\bar P_{e\alpha}`, interpolated
+    at the nodes (the general form; the models use :func:`oscillated_sums`)."""
+    return jnp.stack([_interp_sums(table[:, a], pre.index, pre.frac, pre.kin) for a in range(3)], axis=1)
+
+
+def oscillated_sums(C, pre: PrecomputedSpectrum, osc: OscillationParams):
+    r"""The sums :math:`S_{k\alpha}` (4, 3, n_T) from the sums of :math:`\lambda\,\overline{\cos 2\theta_m}`,
+    ``C`` (4, n_T): the flavour probabilities are affine in :math:`\overline{\cos 2\theta_m}(E)`
+    (:func:`~nuejax.physics.oscillation.flavour_affine`), so :math:`S_{k\alpha} = a_\alpha
+    B_k + b_\alpha C_k` with the fixed sums :math:`B_k` of the unoscillated spectrum
+    (``pre.base``). One interpolated table per call instead of three."""
+    a, b = flavour_affine(osc)
+    return pre.base[:, None, :] * a[None, :, None] + C[:, None, :] * b[None, :, None]
 
 
 def combine_sums(S, pre: PrecomputedSpectrum, physics: NewPhysics):
@@ -174,8 +194,8 @@ def combine_sums(S, pre: PrecomputedSpectrum, physics: NewPhysics):
 
 
 def _spectrum(energies, weights, profile, pre, physics, osc):
-    table = _flavour_table(energies, weights, profile, osc)
-    return combine_sums(kinematic_sums(_node_interp(table, pre), pre), pre, physics)
+    C = _interp_sums(weights * mean_cos2m(energies, osc, profile), pre.index, pre.frac, pre.kin)
+    return combine_sums(oscillated_sums(C, pre, osc), pre, physics)
 
 
 def precomputed_recoil_spectrum(source: SolarSource, pre: PrecomputedSpectrum, physics: NewPhysics,
@@ -207,8 +227,13 @@ def _shape_key(source: SolarSource, pre: PrecomputedSpectrum):
     return (source.is_line, source.energies.shape, pre.energies.shape)
 
 
-def group_spectra(sources, pres) -> tuple:
+def group_spectra(sources, pres, production_nodes: int | None = PRODUCTION_NODES) -> tuple:
     """Stack ``(source, pre)`` pairs of equal shapes into :class:`SpectrumGroup` s.
+
+    Each source's production zones are replaced by the Gauss rule of ``production_nodes`` nodes
+    of its production distribution (:func:`~nuejax.physics.oscillation.production_quadrature`;
+    equal to the zone sum to rounding for the flavour-diagonal MSW average, 25x fewer terms;
+    ``None`` keeps every zone).
 
     Returns ``(groups, members)``: ``members[g]`` lists the input positions stacked in group g."""
     keys, members = [], []
@@ -218,16 +243,24 @@ def group_spectra(sources, pres) -> tuple:
             keys.append(k)
             members.append([])
         members[keys.index(k)].append(i)
+
+    def zones(src):
+        n_e, w = np.asarray(src.profile.n_e), np.asarray(src.profile.weight)
+        if production_nodes is None or np.count_nonzero(w) <= production_nodes:
+            return n_e, w
+        return production_quadrature(n_e, w, production_nodes)
+
     groups = []
     for idx in members:
-        n_r = max(int(sources[i].profile.n_e.shape[0]) for i in idx)
+        prof = [zones(sources[i]) for i in idx]
+        n_r = max(n_e.shape[0] for n_e, _ in prof)
 
         def pad(a, fill, n=n_r):
             a = np.asarray(a)
             return np.concatenate([a, np.full(n - a.shape[0], fill, dtype=a.dtype)])
 
-        n_e = np.stack([pad(sources[i].profile.n_e, np.asarray(sources[i].profile.n_e)[-1]) for i in idx])
-        zw = np.stack([pad(sources[i].profile.weight, 0.0) for i in idx])
+        n_e = np.stack([pad(n, n[-1]) for n, _ in prof])
+        zw = np.stack([pad(w, 0.0) for _, w in prof])
         dt = sources[idx[0]].energies.dtype
         pre = jax.tree.map(lambda *a: jnp.stack(a), *[pres[i] for i in idx])
         groups.append(SpectrumGroup(jnp.stack([sources[i].energies for i in idx]),
@@ -236,54 +269,60 @@ def group_spectra(sources, pres) -> tuple:
     return tuple(groups), tuple(tuple(m) for m in members)
 
 
-def _group_tables(group: SpectrumGroup, osc: OscillationParams):
-    """λ(E) P_eα(E) on every source table of the group: (g, n, 3)."""
-    return jax.vmap(lambda e, w, prof: _flavour_table(e, w, prof, osc))(group.energies, group.weights, group.profile)
+def _group_cos_tables(group: SpectrumGroup, osc: OscillationParams):
+    """λ(E) times the production average of cos 2θ_m on every source table of the group: (g, n)."""
+    return jax.vmap(lambda e, w, prof: w * mean_cos2m(e, osc, prof))(group.energies, group.weights, group.profile)
 
 
 def _group_sums(group: SpectrumGroup, tables):
-    return jax.vmap(lambda t, pre: kinematic_sums(_node_interp(t, pre), pre))(tables, group.pre)
+    return jax.vmap(lambda t, pre: _interp_sums(t, pre.index, pre.frac, pre.kin))(tables, group.pre)
 
 
 @jax.custom_jvp
-def group_kinematic_sums(group: SpectrumGroup, osc: OscillationParams):
-    r"""The kinematic sums :math:`S` (:func:`kinematic_sums`) of every spectrum of a group: (g, 4, 3, n_T).
+def group_cos_sums(group: SpectrumGroup, osc: OscillationParams):
+    r"""The sums :math:`C_k = \sum_q w K_k\, \lambda\overline{\cos 2\theta_m}` of every spectrum
+    of a group: (g, 4, n_T) (:func:`oscillated_sums`).
 
-    :math:`S` is linear in the oscillated table, so its JVP is :math:`\sum_k \dot\theta_k\,
-    S(\partial_k\text{table})`, with one tangent table per perturbed oscillation parameter
-    computed from the primal alone. The tangent sums are small (g, 4, 3, n_T) arrays, so reverse
-    mode contracts the cotangent with them instead of transposing the node interpolation into a
-    scatter-add over the (g, 3, n_T, q) nodes (on a GPU a contended atomic add of 10⁶ nodes into
-    a few thousand table entries). Forward mode and higher derivatives work; equal to plain
+    :math:`C` is linear in the table, so its JVP is :math:`\sum_j \dot\theta_j\, C(\partial_j
+    \text{table})`, with one tangent table per perturbed oscillation parameter computed from the
+    primal alone. The tangent sums are small (g, 4, n_T) arrays, so reverse mode contracts the
+    cotangent with them instead of transposing the node interpolation into a scatter-add over
+    the (g, n_T, q) nodes (slow on every backend: on a GPU a contended atomic add of 10⁵ nodes
+    into a thousand table entries). Forward mode and higher derivatives work; equal to plain
     autodiff to rounding (tests)."""
-    return _group_sums(group, _group_tables(group, osc))
+    return _group_sums(group, _group_cos_tables(group, osc))
 
 
-def _group_kinematic_sums_jvp(primals, tangents):
+def _group_cos_sums_jvp(primals, tangents):
     group, osc = primals
     dgroup, dosc = tangents
     if not all(_is_zero(t) for t in jax.tree.leaves(dgroup, is_leaf=_is_zero)):
         raise NotImplementedError("derivatives with respect to a spectrum group's fixed tables are not supported")
     free = tuple(k for k in osc._fields if not _is_zero(getattr(dosc, k)))
     if not free:
-        out = group_kinematic_sums(group, osc)
+        out = group_cos_sums(group, osc)
         return out, jnp.zeros_like(out)
 
     def tables(*vals):
-        return _group_tables(group, osc._replace(**dict(zip(free, vals))))
+        return _group_cos_tables(group, osc._replace(**dict(zip(free, vals))))
 
     vals = tuple(jnp.asarray(getattr(osc, k)) for k in free)
-    # linearize once, then one linear map per parameter (a vmap over the basis was 3x slower on CPU)
+    # linearize once, then one linear map per parameter; the value and tangent tables go through
+    # the node sums together, one pass over the fixed node arrays
     tab, lin = jax.linearize(tables, *vals)
-    out = _group_sums(group, tab)
+    units = [tuple(jnp.ones_like(v) if j == i else jnp.zeros_like(v) for j, v in enumerate(vals))
+             for i in range(len(free))]
+    stacked = jnp.stack([tab] + [lin(*u) for u in units], axis=-1)  # (g, n, 1 + n_free)
+    sums = jax.vmap(lambda t, pre: jax.vmap(lambda c: _interp_sums(c, pre.index, pre.frac, pre.kin),
+                                            in_axes=1)(t))(stacked, group.pre)  # (g, 1 + n_free, 4, n_T)
+    out = sums[:, 0]
     tangent = jnp.zeros_like(out)
     for i, k in enumerate(free):
-        unit = tuple(jnp.ones_like(v) if j == i else jnp.zeros_like(v) for j, v in enumerate(vals))
-        tangent = tangent + jnp.asarray(getattr(dosc, k)) * _group_sums(group, lin(*unit))
+        tangent = tangent + jnp.asarray(getattr(dosc, k)) * sums[:, i + 1]
     return out, tangent
 
 
-group_kinematic_sums.defjvp(_group_kinematic_sums_jvp, symbolic_zeros=True)
+group_cos_sums.defjvp(_group_cos_sums_jvp, symbolic_zeros=True)
 
 
 def group_recoil_spectra(group: SpectrumGroup, physics: NewPhysics, osc: OscillationParams, *,
@@ -291,11 +330,8 @@ def group_recoil_spectra(group: SpectrumGroup, physics: NewPhysics, osc: Oscilla
     """:func:`precomputed_recoil_spectrum` of every spectrum of ``group`` at once: (g, n_T).
 
     ``forward_nodes`` chooses how derivatives in the oscillation parameters pass the node
-    interpolation: through :func:`group_kinematic_sums` (tangent tables pushed forward to the
-    small sums; the default) or by plain reverse mode (a scatter-add over the nodes). Both are
-    exact; derivatives in ε and μ_ν never reach the nodes."""
-    if forward_nodes:
-        S = group_kinematic_sums(group, osc)
-    else:
-        S = _group_sums(group, _group_tables(group, osc))
-    return jax.vmap(lambda s, pre: combine_sums(s, pre, physics))(S, group.pre)
+    interpolation: through :func:`group_cos_sums` (tangent tables pushed forward to the small
+    sums; the default) or by plain reverse mode (a scatter-add over the nodes). Both are exact;
+    derivatives in ε and μ_ν never reach the nodes."""
+    C = group_cos_sums(group, osc) if forward_nodes else _group_sums(group, _group_cos_tables(group, osc))
+    return jax.vmap(lambda c, pre: combine_sums(oscillated_sums(c, pre, osc), pre, physics))(C, group.pre)
