@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
+import jax.numpy as jnp
 
 from ..constants import N_E_PER_100T
 from .cross_section import NewPhysics
-from .oscillation import OscillationParams
+from .oscillation import OscillationParams, ProductionProfile
 from .solar import CNO_NAMES, COMPONENT_NAMES
 from .spectra import build_source, event_rate, event_rate_general
 
@@ -45,8 +48,8 @@ def component_rates(physics: NewPhysics = NewPhysics(), osc: OscillationParams =
 
         _check_rate_threshold(physics, threshold)  # before the compiled call, which cannot check
     rates = {}
-    for name in COMPONENT_NAMES:
-        src = build_source(name, solar_model=solar_model, dtype=dtype)
+    sources = _uniform_sources([build_source(name, solar_model=solar_model, dtype=dtype) for name in COMPONENT_NAMES])
+    for name, src in zip(COMPONENT_NAMES, sources):
         if general:
             r = _event_rate_general(src, physics, osc, threshold=threshold, n_electrons=n_electrons,
                                     radiative=radiative, propagation=propagation, period=period, exposure=exposure)
@@ -55,3 +58,18 @@ def component_rates(physics: NewPhysics = NewPhysics(), osc: OscillationParams =
         rates[name] = float(r)
     rates["CNO"] = sum(rates[n] for n in CNO_NAMES)
     return rates
+
+
+def _uniform_sources(sources):
+    """The sources with equal array shapes and static fields wherever the rate does not care, so
+    that the compiled rate is reused: production profiles padded with zero-weight zones to a
+    common length (exact), the name and flux uncertainty (static metadata, not read by the rate)
+    blanked. Three compilations instead of one per component (``nuejax rates``: 5.5 s -> 2 s)."""
+    n_r = max(int(s.profile.n_e.shape[0]) for s in sources)
+    out = []
+    for s in sources:
+        k = n_r - int(s.profile.n_e.shape[0])
+        n_e = jnp.concatenate([s.profile.n_e, jnp.broadcast_to(s.profile.n_e[-1:], (k,))])
+        w = jnp.concatenate([s.profile.weight, jnp.zeros(k, dtype=s.profile.weight.dtype)])
+        out.append(dataclasses.replace(s, profile=ProductionProfile(n_e, w), name="", flux_uncertainty=0.0))
+    return out
