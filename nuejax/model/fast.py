@@ -15,8 +15,8 @@ Folding each of these 17 basis spectra through the component's kernel once gives
 :math:`F_{kb}(j)`; a parameter point then costs :math:`\sum_k a_k \sum_b c_b(\varepsilon,\mu)F_{kb}(j)`,
 O(17 × n_sig × n_obs) operations instead of a cross-section evaluation on the (T, E_ν) grid.
 
-The basis spectra are *extracted from the general path* (:func:`nuejax.physics.recoil_spectrum`)
-by evaluating it at unit couplings and taking exact differences (for a quadratic,
+The basis spectra are *extracted from the general path* (the model's own recoil spectra,
+:func:`~nuejax.physics.precomputed.group_recoil_spectra`) by evaluating it at unit couplings and taking exact differences (for a quadratic,
 :math:`c_1 = [f(1) - f(-1)]/2`, :math:`c_2 = [f(1) + f(-1)]/2 - f(0)`), so both paths share one
 implementation of the physics; the tests check that they agree to 1e-12. With a flavour-vector
 magnetic moment the fast path is not available (the model then uses the general path).
@@ -42,8 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..physics.precomputed import coefficients_from_probes, nsi_coefficients, probe_points
-from ..physics.spectra import recoil_spectrum
+from ..physics.precomputed import coefficients_from_probes, group_recoil_spectra, nsi_coefficients, probe_points
 from ..errors import ModelProtocolError, ParameterError
 from ..physics.general_nsi import trace_form
 from .likelihood import poisson_nll
@@ -187,13 +186,20 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
     if model.flavour is not None:
         return _general_fast_model(model, base)
     osc = osc_from_params(base)
-    probes = probe_points(1.0)  # mu_nu = 1 (x 1e-11 mu_B), the unit of the mu_nu parameter
-    rows = []
-    for sig in model.signals:
-        f = jax.jit(jax.vmap(lambda p, s=sig: recoil_spectrum(
-            s.source, s.t_mid, p, osc, radiative=model.radiative, n_quad=model.n_quad, in_sigma0_units=True)))(probes)
-        rows.append(coefficients_from_probes(f) @ sig.kernel)
+    rows = [None] * len(model.signals)
+    for group, members in zip(model.groups, model.group_members):
+        f = _probe_spectra(group, osc)  # (17, g, n_T)
+        for j, i in enumerate(members):
+            rows[i] = coefficients_from_probes(f[:, j]) @ model.signals[i].kernel
     return _fast_from_rows(model, rows, base, OSC_PARAMS)
+
+
+@jax.jit
+def _probe_spectra(group, osc):
+    """The recoil spectra of a spectrum group at the 17 probe points (μ_ν probe 1, the unit of
+    the parameter), the model's own route; one compilation per group shape, shared by every
+    fast_model call."""
+    return jax.vmap(lambda p: group_recoil_spectra(group, p, osc))(probe_points(1.0))
 
 
 #: The polynomial parameters of the general case, in basis order.
