@@ -107,7 +107,8 @@ def test_custom_jvp_of_production_average_equals_plain_autodiff():
             assert float(got[a][b]) == pytest.approx(float(ref[a][b]), rel=1e-12)
 
 
-@pytest.mark.parametrize("component", ["pp", "7Be", "8B", "13N", "15O", "17F", "hep", "pep"])
+@pytest.mark.parametrize("component", ["pp", "8B", "hep"] + [pytest.param(c, marks=pytest.mark.slow)
+                                                              for c in ("7Be", "13N", "15O", "17F", "pep")])
 def test_production_quadrature_equals_the_zone_sum(component):
     """The Gauss rule of the production distribution (40 nodes, what the flavour-diagonal model
     uses) reproduces the average over every zone of the B16 table: P_ee and its derivatives in
@@ -125,13 +126,13 @@ def test_production_quadrature_equals_the_zone_sum(component):
         osc = OscillationParams(sin2_theta12=rng.uniform(0.2, 0.45), sin2_theta13=rng.uniform(0.0, 0.05),
                                 dm2_21=rng.uniform(2e-5, 2e-4))
         np.testing.assert_allclose(flavour_probabilities(E, osc, rule), flavour_probabilities(E, osc, full),
-                                   rtol=0, atol=1e-13)
+                                   rtol=0, atol=1e-14)
 
         def mean_pee(th, prof):
-            o = osc._replace(sin2_theta12=th[0], dm2_21=th[1] * 1e-5)
+            o = osc._replace(sin2_theta12=th[0], dm2_21=th[1] * 1e-5, sin2_theta13=th[2])
             return jnp.sum(survival_probability(E, o, prof))
 
-        th = jnp.array([osc.sin2_theta12, osc.dm2_21 * 1e5])
+        th = jnp.array([osc.sin2_theta12, osc.dm2_21 * 1e5, osc.sin2_theta13])
         np.testing.assert_allclose(jax.grad(mean_pee)(th, rule), jax.grad(mean_pee)(th, full), rtol=1e-11)
         eps = rng.uniform(-0.1, 0.1, (3, 3)) + 1j * rng.uniform(-0.06, 0.06, (3, 3))
         eps = jnp.asarray(0.5 * (eps + eps.conj().T))
@@ -155,3 +156,25 @@ def test_production_quadrature_is_a_gauss_rule_and_checks_its_input():
         production_quadrature(full.n_e, full.weight, 0)
     with pytest.raises(ValueError, match="finite"):
         production_quadrature(np.array([1.0, -2.0]), np.array([0.5, 0.5]), 1)
+    # equal densities are one point of the measure: 3 distinct values carry a 3-node rule, not 4
+    x, W = production_quadrature(np.array([1.0, 1.0, 2.0, 3.0]), np.full(4, 0.25), 3)
+    assert np.all(np.isfinite(x)) and W.sum() == pytest.approx(1.0)
+    assert np.sort(x) == pytest.approx([1.0, 2.0, 3.0]) and np.sort(W) == pytest.approx([0.25, 0.25, 0.5])
+    with pytest.raises(ValueError, match="distinct densities"):
+        production_quadrature(np.array([1.0, 1.0, 2.0, 3.0]), np.full(4, 0.25), 4)
+
+
+def test_models_keep_every_zone_outside_the_verified_mixing_range(small_model):
+    """A model whose sin2_theta12 bounds leave the range where the 40-node rule is verified
+    averages over every zone (and equals the direct route there); back inside, the rule again."""
+    from nuejax.model.spectral_model import expected_direct, production_nodes
+
+    model = small_model
+    assert production_nodes(model.parameters) == 40 and model.groups[0].profile.n_e.shape[-1] == 40
+    wide = model.with_parameters(model.parameters.update("sin2_theta12", lower=0.01, value=0.02, fixed=False))
+    assert production_nodes(wide.parameters) is None
+    assert all(g.profile.n_e.shape[-1] > 40 for g in wide.groups)
+    p = wide.parameters.values(sin2_theta12=0.02)
+    np.testing.assert_allclose(wide.expected(p), expected_direct(wide, p), rtol=1e-11)
+    back = wide.with_parameters(model.parameters)
+    assert back.groups[0].profile.n_e.shape[-1] == 40

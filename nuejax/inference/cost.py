@@ -12,6 +12,7 @@ point. Model, data, names and fixed values are checked once, when the cost is ma
 from __future__ import annotations
 
 import functools
+import types
 from typing import Mapping
 
 import jax
@@ -61,8 +62,9 @@ class NLLCost:
         self.data = s.data
         ps = s.model.parameters
         self.names = s.names
-        # values() casts to the parameters' dtype: a weakly typed Python float would retrace
-        self.base = s.base
+        # values() casts to the parameters' dtype: a weakly typed Python float would retrace.
+        # Read-only: the compiled calls read a packed copy made here.
+        self.base = types.MappingProxyType(dict(s.base))
         self._parameters = {n: (ps[n].lower, ps[n].upper) for n in self.names}
         packed, base_names = _pack(self.base)
         self._value = functools.partial(_value, names=self.names, base_names=base_names)

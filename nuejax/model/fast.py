@@ -16,7 +16,9 @@ Folding each of these 17 basis spectra through the component's kernel once gives
 O(17 × n_sig × n_obs) operations instead of a cross-section evaluation on the (T, E_ν) grid.
 
 The basis spectra are *extracted from the general path* (the model's own recoil spectra,
-:func:`~nuejax.physics.precomputed.group_recoil_spectra`) by evaluating it at unit couplings and taking exact differences (for a quadratic,
+:func:`~nuejax.physics.precomputed.group_recoil_spectra`; the independent check of that route
+against :func:`~nuejax.physics.recoil_spectrum` is the model's ``expected_direct`` test) by
+evaluating it at unit couplings and taking exact differences (for a quadratic,
 :math:`c_1 = [f(1) - f(-1)]/2`, :math:`c_2 = [f(1) + f(-1)]/2 - f(0)`), so both paths share one
 implementation of the physics; the tests check that they agree to 1e-12. With a flavour-vector
 magnetic moment the fast path is not available (the model then uses the general path).

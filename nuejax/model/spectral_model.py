@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..physics.cross_section import MU_NU_UNIT, NewPhysics  # noqa: F401 (MU_NU_UNIT re-exported)
-from ..physics.oscillation import OscillationParams
+from ..physics.oscillation import GAUSS_RULE_SIN2_THETA12, PRODUCTION_NODES, OscillationParams
 from ..physics.precomputed import PrecomputedSpectrum, group_recoil_spectra, group_spectra
 from ..physics.spectra import SolarSource, recoil_spectrum
 from ..errors import ParameterError
@@ -35,7 +35,8 @@ from .checks import check_data, check_params, is_traced
 from .likelihood import check_counts, check_expected, poisson_nll, poisson_draw, poisson_parts
 from .parameters import ParameterSet
 
-__all__ = ["SignalComponent", "SpectralModel", "expected", "nll", "signal_spectra", "physics_from_params", "osc_from_params"]
+__all__ = ["SignalComponent", "SpectralModel", "expected", "nll", "signal_spectra", "physics_from_params", "osc_from_params",
+           "production_nodes"]
 
 #: mu_nu parameters are in units of MU_NU_UNIT = 1e-11 Bohr magnetons, like NewPhysics.mu_nu;
 #: Delta m^2_21 in units of 1e-5 eV^2.
@@ -147,7 +148,8 @@ class SpectralModel(ModelMethods):
         if not isinstance(self.signals, _Signals):
             object.__setattr__(self, "signals", _Signals(self.signals))
         if self.signals and not self.groups:
-            groups, members = group_spectra([s.source for s in self.signals], [s.pre for s in self.signals])
+            groups, members = group_spectra([s.source for s in self.signals], [s.pre for s in self.signals],
+                                            production_nodes=production_nodes(self.parameters))
             object.__setattr__(self, "groups", groups)
             object.__setattr__(self, "group_members", members)
             kernels = [s.kernel for s in self.signals]
@@ -157,6 +159,15 @@ class SpectralModel(ModelMethods):
     @property
     def n_obs(self) -> int:
         return int(self.obs_edges.shape[0] - 1)
+
+    def with_parameters(self, parameters: ParameterSet):
+        """The same model with a different parameter description; its spectrum groups are rebuilt
+        (stacking only) when the new ``sin2_theta12`` bounds change the production-zone rule
+        (:func:`production_nodes`)."""
+        m = super().with_parameters(parameters)
+        if self.signals and production_nodes(parameters) != production_nodes(self.parameters):
+            m = dataclasses.replace(m, groups=(), group_members=(), kernels=None)
+        return m
 
     @property
     def signal_names(self) -> tuple:
@@ -179,6 +190,21 @@ class SpectralModel(ModelMethods):
         if n.shape != (self.n_obs,):
             raise ValueError(f"data has shape {n.shape}, the model has {self.n_obs} observable bins")
         check_expected(expected(self, params), n, np.asarray(self.obs_edges))
+
+
+def production_nodes(parameters: ParameterSet) -> int | None:
+    """How a model averages P_ee over the production zones: the Gauss rule of
+    :data:`~nuejax.physics.oscillation.PRODUCTION_NODES` nodes
+    (:func:`~nuejax.physics.oscillation.production_quadrature`, equal to the zone sum to 5e-15)
+    when every ``sin2_theta12`` the parameter set allows lies in the range where that is verified,
+    :data:`~nuejax.physics.oscillation.GAUSS_RULE_SIN2_THETA12`; else ``None``: every zone."""
+    lo, hi = GAUSS_RULE_SIN2_THETA12
+    if "sin2_theta12" in parameters:
+        p = parameters["sin2_theta12"]
+        inside = lo <= p.lower and p.upper <= hi and lo <= p.value <= hi
+    else:
+        inside = lo <= OscillationParams().sin2_theta12 <= hi
+    return PRODUCTION_NODES if inside else None
 
 
 def physics_from_params(p) -> NewPhysics:

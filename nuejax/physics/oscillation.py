@@ -100,9 +100,13 @@ def _profile_table(solar_model: str) -> np.ndarray:
 #: flavour-diagonal model (:func:`production_quadrature`): 32 already reproduce the 1000-shell
 #: sum of every B16 component to <= 4e-15 for E in [0.05, 20] MeV, dm2_21 in [2e-5, 2e-4] eV^2,
 #: sin2_theta12 in [0.2, 0.45], sin2_theta13 in [0, 0.05] (tests/test_oscillation.py); 40 leave a
-#: margin. Not for NSI in propagation: with |eps| ~ 0.5 the two-level states need ~200 nodes for
-#: rounding-level agreement (40: 1e-6), so those keep every zone.
+#: margin; over sin2_theta12 in [0.15, 0.5], dm2_21 in [1e-7, 1e-3] eV^2, E in [1 keV, 50 MeV]
+#: 40 nodes stay within 5.4e-15 (at sin2_theta12 = 0.1: 1e-12; 0.02: 1e-5, the singularities
+#: approach the real axis): models use the rule only when their sin2_theta12 bounds lie in
+#: GAUSS_RULE_SIN2_THETA12. Not for NSI in propagation: with |eps| ~ 0.5 the two-level states need
+#: ~200 nodes for rounding-level agreement (40: 1e-6), so those keep every zone.
 PRODUCTION_NODES = 40
+GAUSS_RULE_SIN2_THETA12 = (0.15, 0.5)
 
 
 def production_profile(component: str, solar_model: str = "gs98", dtype=None,
@@ -142,8 +146,8 @@ def production_quadrature(n_e, weight, nodes: int = PRODUCTION_NODES):
     Returns ``(n_e_nodes, weights)`` (M,), weights summing to that of ``weight``.
 
     Raises:
-        ValueError: ``nodes`` < 1, more nodes than zones, or zone values that are not finite,
-            positive densities with weights >= 0.
+        ValueError: ``nodes`` < 1, more nodes than distinct densities with weight, or zone
+            values that are not finite, positive densities with weights >= 0.
     """
     n_e = np.asarray(n_e, dtype=np.float64)
     w = np.asarray(weight, dtype=np.float64)
@@ -155,7 +159,11 @@ def production_quadrature(n_e, weight, nodes: int = PRODUCTION_NODES):
     support = int(np.count_nonzero(w))
     if not 1 <= M <= support:
         raise ValueError(f"production_quadrature: nodes={nodes} must lie in [1, {support}] (the zones with weight)")
-    u = np.log(n_e)
+    # zones of equal density are one point of the measure (the B16 tables repeat some n_e values)
+    u, inverse = np.unique(np.log(n_e[w > 0]), return_inverse=True)
+    w = np.bincount(inverse, weights=w[w > 0])
+    if M > u.shape[0]:
+        raise ValueError(f"production_quadrature: nodes={nodes} exceeds the {u.shape[0]} distinct densities with weight")
     total = w.sum()
     shift = u @ w / total  # centre u for a well-conditioned recurrence
     x = u - shift
@@ -172,6 +180,8 @@ def production_quadrature(n_e, weight, nodes: int = PRODUCTION_NODES):
         b = float(np.linalg.norm(v))
         beta[k] = b
         if k + 1 < M:
+            if not b > 1e-12 * max(1.0, float(np.abs(x).max())):
+                raise ValueError(f"production_quadrature: the Lanczos recurrence broke down at node {k + 1} of {M}")
             prev = basis[-1]
             basis.append(v / b)
     J = np.diag(alpha) + np.diag(beta[:-1], 1) + np.diag(beta[:-1], -1)

@@ -124,7 +124,6 @@ def _weighted_kinematics(T, E, W, radiative):
     return W * jnp.concatenate([jnp.moveaxis(K, -1, 0), mm[None]])
 
 
-
 def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48) -> PrecomputedSpectrum:
     """Precompute the weighted kinematic factors and couplings of ``source`` at the recoil energies ``T`` (n_T,)."""
     T = jnp.asarray(T, dtype=source.energies.dtype)
@@ -135,14 +134,19 @@ def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_qua
         E, W = energy_nodes(source, T, n_quad)
     index, frac, inside = _node_positions(source, E)
     W = jnp.where(jnp.asarray(inside), W, 0.0)
-    kin = _weighted_kinematics(T, E, W, radiative)
+    dt = source.energies.dtype
+    # The fixed tensors are computed in float64 when JAX allows it and then stored in the source's
+    # dtype: the BKS loop function cancels at small T in float32 (3.5e-4 at T = 0 for pp).
+    hi = jnp.float64 if jax.config.jax_enable_x64 else dt
+    T_hi = T.astype(hi)
+    kin = _weighted_kinematics(T_hi, jnp.asarray(E, dtype=hi), jnp.asarray(W, dtype=hi), radiative)
     if radiative:
-        gL, gR = bks_couplings(T)  # (n_T, 3); the guard of bks_couplings only acts at T = 0
+        gL, gR = bks_couplings(T_hi)  # (n_T, 3); bks_couplings guards T below 1e-7 MeV
     else:
         gL, gR = (jnp.broadcast_to(g, T.shape + (3,)) for g in tree_couplings())
-    dt = source.energies.dtype
-    index, frac = jnp.asarray(index, dtype=jnp.int32), jnp.asarray(frac, dtype=dt)
-    base = _interp_sums(source.weights, index, frac, kin)
+    index = jnp.asarray(index, dtype=jnp.int32)
+    base = _interp_sums(source.weights.astype(hi), index, jnp.asarray(frac, dtype=hi), kin)
+    frac = jnp.asarray(frac, dtype=dt)
     return PrecomputedSpectrum(E, W, index, frac, kin.astype(dt), jnp.asarray(gL.T, dtype=dt),
                                jnp.asarray(gR.T, dtype=dt), base.astype(dt))
 
@@ -201,7 +205,8 @@ def _spectrum(energies, weights, profile, pre, physics, osc):
 def precomputed_recoil_spectrum(source: SolarSource, pre: PrecomputedSpectrum, physics: NewPhysics,
                                 osc: OscillationParams):
     r""":math:`f_T(T_i)` in σ0 units at the precomputed recoil energies; equals
-    :func:`~nuejax.physics.spectra.recoil_spectrum` (``in_sigma0_units=True``) to rounding."""
+    :func:`~nuejax.physics.spectra.recoil_spectrum` (``in_sigma0_units=True``) to rounding.
+    ``pre`` belongs to ``source``: it holds sums over the source's spectrum (``pre.base``)."""
     return _spectrum(source.energies, source.weights, source.profile, pre, physics, osc)
 
 
@@ -212,8 +217,9 @@ class SpectrumGroup:
     vectorised evaluation (:func:`group_recoil_spectra`) replaces a loop over components: on a
     GPU a loop costs a kernel launch per operation and component.
 
-    ``energies``/``weights`` (g, n) the sources' tables; ``profile`` their production zones
-    (g, n_r), padded with zero-weight zones to a common n_r (exact); ``pre`` the stacked
+    ``energies``/``weights`` (g, n) the sources' tables; ``profile`` their production zones or
+    the Gauss rule replacing them (g, n_r; :func:`group_spectra`), padded with zero-weight zones
+    to a common n_r (exact); ``pre`` the stacked
     :class:`PrecomputedSpectrum`.
     """
 
@@ -333,5 +339,7 @@ def group_recoil_spectra(group: SpectrumGroup, physics: NewPhysics, osc: Oscilla
     interpolation: through :func:`group_cos_sums` (tangent tables pushed forward to the small
     sums; the default) or by plain reverse mode (a scatter-add over the nodes). Both are exact;
     derivatives in ε and μ_ν never reach the nodes."""
+    if not isinstance(forward_nodes, bool):
+        raise TypeError(f"forward_nodes must be True or False, got {forward_nodes!r}")
     C = group_cos_sums(group, osc) if forward_nodes else _group_sums(group, _group_cos_tables(group, osc))
     return jax.vmap(lambda c, pre: combine_sums(oscillated_sums(c, pre, osc), pre, physics))(C, group.pre)
