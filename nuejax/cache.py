@@ -8,7 +8,9 @@ cache of model tensors").
 
 Where: ``$NUEJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/nuejax``, else ``~/.cache/nuejax``.
 ``NUEJAX_CACHE=0`` (or ``off``, ``false``, ``no``) disables it. :func:`cache_info` reports
-its size, :func:`clear_cache` empties it (``nuejax cache``, ``nuejax cache --clear``).
+its size, :func:`clear_cache` empties it (``nuejax cache``, ``nuejax cache --clear``). After every
+write, stale entries (of other code) are removed, oldest first, while the folder holds more than
+``$NUEJAX_CACHE_MAX_MB`` (default 2000 MB; :func:`prune_cache`).
 
 The key of an entry hashes (blake2b):
 
@@ -63,12 +65,15 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "argument_key", "fingerprint", "source_digest",
-           "environment", "cache_info", "clear_cache", "ENV_DIR", "ENV_SWITCH"]
+           "environment", "cache_info", "clear_cache", "prune_cache", "ENV_DIR", "ENV_SWITCH", "ENV_MAX_MB"]
 
 #: Environment variable naming the cache folder.
 ENV_DIR = "NUEJAX_CACHE_DIR"
 #: Environment variable switching the cache off (``0``, ``off``, ``false``, ``no``) or on.
 ENV_SWITCH = "NUEJAX_CACHE"
+#: Environment variable with the size [MB] above which a write removes stale entries (default 2000).
+ENV_MAX_MB = "NUEJAX_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 2000.0
 #: Version of the entry layout below; part of every key.
 FORMAT_VERSION = 1
 
@@ -382,6 +387,7 @@ def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:
         raise ValueError(f"cache kind must be lowercase letters, got {kind!r}")
     if not cache_enabled():
         return build()
+    _max_bytes()  # a bad size limit is an error before anything is built
     try:
         key = argument_key(kind, arguments)
     except _Unkeyable as err:
@@ -399,6 +405,7 @@ def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:
     value = build()
     try:
         _store(path, key, value)
+        prune_cache()
     except (OSError, _Unstorable) as err:
         # once per folder and cause (an errno, or what could not be stored)
         cause = err.errno if isinstance(err, OSError) else str(err)
@@ -470,6 +477,52 @@ def clear_cache(*, stale_only: bool = False) -> tuple:
             continue
         n += 1
         freed += size
+    return n, freed
+
+
+def _max_bytes() -> float:
+    """``$NUEJAX_CACHE_MAX_MB`` in bytes (default :data:`DEFAULT_MAX_MB`).
+
+    Raises:
+        InputError: a value that is not a number >= 0 (names the variable)."""
+    raw = os.environ.get(ENV_MAX_MB, "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_MAX_MB
+    except ValueError:
+        mb = -1.0
+    if not mb >= 0:
+        raise InputError(f"{ENV_MAX_MB}={raw!r}: expected a size in MB (a number >= 0)")
+    return mb * 1e6
+
+
+def prune_cache() -> tuple:
+    """Keep the folder under ``$NUEJAX_CACHE_MAX_MB``: while the entries take more, remove stale
+    ones (of other code, data or environments than this process's; every code change makes the
+    next build write a new set), least recently modified first. Entries of the current code are
+    never removed here, so the folder can stay above the limit. Called after every write.
+    Another process of other code may find an entry gone: for it that is a miss (a rebuild).
+    Returns ``(files removed, bytes freed)``."""
+    limit = _max_bytes()
+    env = fingerprint()[:12]
+    entries = [(p, _ENTRY.match(p.name)) for p in _entries(cache_dir())]
+    total = sum(_size(p) for p, _ in entries)
+    stale = []
+    for p, m in entries:
+        if m is not None and m["env"] != env:
+            try:
+                stale.append((p.stat().st_mtime, p))
+            except FileNotFoundError:
+                continue
+    n = freed = 0
+    for _, p in sorted(stale, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        size = _size(p)
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            continue
+        n, freed, total = n + 1, freed + size, total - size
     return n, freed
 
 

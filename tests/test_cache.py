@@ -481,3 +481,33 @@ def test_info_clear_and_the_cache_command(cache_folder, monkeypatch, capsys):
     assert entries(cache_folder) == ["notes.txt"]  # other files in the folder stay
     assert main(["cache", "--stale"]) == 2
     assert "--stale only goes with --clear" in capsys.readouterr().err
+
+
+def test_writes_prune_stale_entries_above_the_size_limit(cache_folder, monkeypatch):
+    """Above NUEJAX_CACHE_MAX_MB a write removes stale entries, oldest first, until the folder
+    fits; entries of the running code stay even if the folder is still too large; a bad limit is
+    an error naming the variable."""
+    import os
+    import time as _time
+
+    for k, tag in enumerate("abc"):  # three stale entries of 'other code', oldest first
+        with monkeypatch.context() as m:
+            m.setattr(cache, "fingerprint", lambda tag=tag: tag * 40)
+            cache.cached("test", f"old{k}", {}, lambda: {"x": np.zeros(20_000)})  # 160 kB each
+        for p in cache_folder.glob(f"test-old{k}-*.npz"):
+            os.utime(p, (_time.time() - 100 + k, _time.time() - 100 + k))
+    sizes = {p.name: p.stat().st_size for p in cache_folder.glob("*.npz")}
+    assert len(sizes) == 3
+    one = max(sizes.values())
+    # room for two entries: writing a current one must remove the two oldest stale ones
+    monkeypatch.setenv(cache.ENV_MAX_MB, str(2.5 * one / 1e6))
+    cache.cached("test", "new", {}, lambda: {"x": np.zeros(20_000)})
+    names = sorted(p.name.split("-")[1] for p in cache_folder.glob("*.npz"))
+    assert names == ["new", "old2"], names
+    # a limit below the current entries: every stale entry goes, the current ones stay
+    monkeypatch.setenv(cache.ENV_MAX_MB, "0")
+    cache.cached("test", "newer", {}, lambda: {"x": np.zeros(10)})
+    assert sorted(p.name.split("-")[1] for p in cache_folder.glob("*.npz")) == ["new", "newer"]
+    monkeypatch.setenv(cache.ENV_MAX_MB, "lots")
+    with pytest.raises(InputError, match="NUEJAX_CACHE_MAX_MB"):
+        cache.cached("test", "x", {}, lambda: {"x": np.zeros(1)})
