@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..physics.precomputed import coefficients_from_probes, group_recoil_spectra, nsi_coefficients, probe_points
+from ..physics.precomputed import group_probe_coefficients, nsi_coefficients
 from ..errors import ModelProtocolError, ParameterError
 from ..physics.general_nsi import trace_form
 from .likelihood import poisson_nll
@@ -190,18 +190,10 @@ def fast_model(model: SpectralModel, osc_params: dict | None = None) -> FastMode
     osc = osc_from_params(base)
     rows = [None] * len(model.signals)
     for group, members in zip(model.groups, model.group_members):
-        f = _probe_spectra(group, osc)  # (17, g, n_T)
+        c = group_probe_coefficients(group, osc)  # (17, g, n_T)
         for j, i in enumerate(members):
-            rows[i] = coefficients_from_probes(f[:, j]) @ model.signals[i].kernel
+            rows[i] = c[:, j] @ model.signals[i].kernel
     return _fast_from_rows(model, rows, base, OSC_PARAMS)
-
-
-@jax.jit
-def _probe_spectra(group, osc):
-    """The recoil spectra of a spectrum group at the 17 probe points (μ_ν probe 1, the unit of
-    the parameter), the model's own route; one compilation per group shape, shared by every
-    fast_model call."""
-    return jax.vmap(lambda p: group_recoil_spectra(group, p, osc))(probe_points(1.0))
 
 
 #: The polynomial parameters of the general case, in basis order.

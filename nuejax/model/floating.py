@@ -77,7 +77,7 @@ from ..detector.transforms import ResponseTransform
 from ..errors import InputError, ParameterError
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
-from ..physics.precomputed import coefficients_from_probes, group_recoil_spectra, probe_points
+from ..physics.precomputed import group_probe_coefficients, group_recoil_spectra
 from ..physics.spectra import rate_per_day_factor, recoil_bin_quadrature, shape_only, uniform_recoil_edges
 from .fast import N_BASIS, OSC_PARAMS, baked_values, basis_coefficients
 from .likelihood import poisson_nll
@@ -288,11 +288,8 @@ def _sm_spectra(groups, osc):
     return [group_recoil_spectra(g, NewPhysics(), osc) for g in groups]
 
 
-@jax.jit
 def _basis_spectra(groups, osc):
-    probes = probe_points(1.0)  # mu_nu = 1 (x 1e-11 mu_B), the unit of the mu_nu parameter
-    return [coefficients_from_probes(jax.vmap(lambda ph, g=g: group_recoil_spectra(g, ph, osc))(probes))
-            for g in groups]
+    return [group_probe_coefficients(g, osc) for g in groups]
 
 
 def _ungroup(per_group, members, n_sig):

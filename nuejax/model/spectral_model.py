@@ -201,7 +201,7 @@ def production_nodes(parameters: ParameterSet) -> int | None:
     lo, hi = GAUSS_RULE_SIN2_THETA12
     if "sin2_theta12" in parameters:
         p = parameters["sin2_theta12"]
-        inside = lo <= p.lower and p.upper <= hi and lo <= p.value <= hi
+        inside = lo <= p.lower and p.upper <= hi  # the value lies within its bounds (Parameter checks)
     else:
         inside = lo <= OscillationParams().sin2_theta12 <= hi
     return PRODUCTION_NODES if inside else None

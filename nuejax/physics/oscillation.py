@@ -48,6 +48,7 @@ __all__ = [
     "mean_cos2m",
     "flavour_affine",
     "production_quadrature",
+    "pad_profile",
     "PRODUCTION_NODES",
     "pmns_abs2",
     "flavour_probabilities",
@@ -130,6 +131,18 @@ def production_profile(component: str, solar_model: str = "gs98", dtype=None,
     return ProductionProfile(jnp.asarray(n_e, dtype=dt), jnp.asarray(w, dtype=dt))
 
 
+def pad_profile(profile: ProductionProfile, n_zones: int) -> ProductionProfile:
+    """``profile`` extended to ``n_zones`` zones by zero-weight zones at its last density (exact:
+    they add nothing to an average), so that profiles of different lengths stack; numpy arrays
+    of the input dtypes."""
+    n_e, w = np.asarray(profile.n_e), np.asarray(profile.weight)
+    k = n_zones - n_e.shape[0]
+    if k < 0:
+        raise ValueError(f"pad_profile: the profile has {n_e.shape[0]} zones, more than n_zones={n_zones}")
+    return ProductionProfile(np.concatenate([n_e, np.full(k, n_e[-1], dtype=n_e.dtype)]),
+                             np.concatenate([w, np.zeros(k, dtype=w.dtype)]))
+
+
 def production_quadrature(n_e, weight, nodes: int = PRODUCTION_NODES):
     r"""The Gauss rule of ``nodes`` points for the production distribution of ``n_e`` (numpy).
 
@@ -156,14 +169,12 @@ def production_quadrature(n_e, weight, nodes: int = PRODUCTION_NODES):
     if not (np.all(np.isfinite(n_e)) and np.all(n_e > 0) and np.all(np.isfinite(w)) and np.all(w >= 0)):
         raise ValueError("production_quadrature: densities must be finite and > 0, weights finite and >= 0")
     M = int(nodes)
-    support = int(np.count_nonzero(w))
-    if not 1 <= M <= support:
-        raise ValueError(f"production_quadrature: nodes={nodes} must lie in [1, {support}] (the zones with weight)")
     # zones of equal density are one point of the measure (the B16 tables repeat some n_e values)
     u, inverse = np.unique(np.log(n_e[w > 0]), return_inverse=True)
     w = np.bincount(inverse, weights=w[w > 0])
-    if M > u.shape[0]:
-        raise ValueError(f"production_quadrature: nodes={nodes} exceeds the {u.shape[0]} distinct densities with weight")
+    if not 1 <= M <= u.shape[0]:
+        raise ValueError(f"production_quadrature: nodes={nodes} must lie in [1, {u.shape[0]}] (the distinct "
+                         "densities with weight)")
     total = w.sum()
     shift = u @ w / total  # centre u for a well-conditioned recurrence
     x = u - shift

@@ -38,12 +38,12 @@ import numpy as np
 
 from .cross_section import NewPhysics, _MM_SCALE_SIGMA0, _eps, _mm_shape, bks_couplings, tree_couplings, weak_kinematics
 from .oscillation import (PRODUCTION_NODES, OscillationParams, ProductionProfile, _is_zero, flavour_affine, mean_cos2m,
-                          production_quadrature)
+                          pad_profile, production_quadrature)
 from .spectra import SolarSource, _grid_position, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
            "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra",
-           "kinematic_sums", "oscillated_sums", "combine_sums", "group_cos_sums"]
+           "oscillated_sums", "combine_sums", "group_cos_sums", "group_probe_coefficients"]
 
 
 def probe_points(mu_unit: float = 1.0) -> NewPhysics:
@@ -151,35 +151,26 @@ def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_qua
                                jnp.asarray(gR.T, dtype=dt), base.astype(dt))
 
 
-def _node_interp(table, pre: PrecomputedSpectrum):
-    """The table (n, 3) linearly interpolated at the nodes: (3, n_T, q).
+def _interp_at(t, index, frac):
+    """``t`` (..., n) linearly interpolated at the nodes ``index``/``frac``: (..., n_T, q).
 
-    A zero row is appended so that a line's ``index + 1`` stays in range (its ``frac`` is 0)."""
-    t = jnp.concatenate([table, jnp.zeros_like(table[:1])]).T
-    return t[:, pre.index] * (1.0 - pre.frac) + t[:, pre.index + 1] * pre.frac
+    A zero entry is appended so that a line's ``index + 1`` stays in range (its ``frac`` is 0)."""
+    t = jnp.concatenate([t, jnp.zeros_like(t[..., :1])], axis=-1)
+    return t[..., index] * (1.0 - frac) + t[..., index + 1] * frac
 
 
 def _node_values(table, pre: PrecomputedSpectrum):
     """The table (n, 3) interpolated at the nodes times the quadrature weights: (3, n_T, q)."""
-    return pre.weights * _node_interp(table, pre)
+    return pre.weights * _interp_at(table.T, pre.index, pre.frac)
 
 
 def _interp_sums(values, index, frac, kin):
     """(4, n_T): :math:`\\sum_q` kin × (``values`` (n,) interpolated at the nodes)."""
-    v = jnp.concatenate([values, jnp.zeros_like(values[:1])])
-    nodes = v[index] * (1.0 - frac) + v[index + 1] * frac
-    return jnp.sum(nodes[None] * kin, axis=-1)
-
-
-def kinematic_sums(table, pre: PrecomputedSpectrum):
-    r"""The sums :math:`S_{k\alpha}(T_i) = \sum_q w K_k\, \lambda\bar P_{e\alpha}` (module docstring):
-    (4, 3, n_T) for a flavour table ``table`` (n, 3) of :math:`\lambda\bar P_{e\alpha}`, interpolated
-    at the nodes (the general form; the models use :func:`oscillated_sums`)."""
-    return jnp.stack([_interp_sums(table[:, a], pre.index, pre.frac, pre.kin) for a in range(3)], axis=1)
+    return jnp.sum(_interp_at(values, index, frac)[None] * kin, axis=-1)
 
 
 def oscillated_sums(C, pre: PrecomputedSpectrum, osc: OscillationParams):
-    r"""The sums :math:`S_{k\alpha}` (4, 3, n_T) from the sums of :math:`\lambda\,\overline{\cos 2\theta_m}`,
+    r"""The sums :math:`S_{k\alpha} = \sum_q w K_k\, \lambda\bar P_{e\alpha}` (4, 3, n_T) from the sums of :math:`\lambda\,\overline{\cos 2\theta_m}`,
     ``C`` (4, n_T): the flavour probabilities are affine in :math:`\overline{\cos 2\theta_m}(E)`
     (:func:`~nuejax.physics.oscillation.flavour_affine`), so :math:`S_{k\alpha} = a_\alpha
     B_k + b_\alpha C_k` with the fixed sums :math:`B_k` of the unoscillated spectrum
@@ -253,20 +244,16 @@ def group_spectra(sources, pres, production_nodes: int | None = PRODUCTION_NODES
     def zones(src):
         n_e, w = np.asarray(src.profile.n_e), np.asarray(src.profile.weight)
         if production_nodes is None or np.count_nonzero(w) <= production_nodes:
-            return n_e, w
-        return production_quadrature(n_e, w, production_nodes)
+            return ProductionProfile(n_e, w)
+        return ProductionProfile(*production_quadrature(n_e, w, production_nodes))
 
     groups = []
     for idx in members:
         prof = [zones(sources[i]) for i in idx]
-        n_r = max(n_e.shape[0] for n_e, _ in prof)
-
-        def pad(a, fill, n=n_r):
-            a = np.asarray(a)
-            return np.concatenate([a, np.full(n - a.shape[0], fill, dtype=a.dtype)])
-
-        n_e = np.stack([pad(n, n[-1]) for n, _ in prof])
-        zw = np.stack([pad(w, 0.0) for _, w in prof])
+        n_r = max(p.n_e.shape[0] for p in prof)
+        prof = [pad_profile(p, n_r) for p in prof]
+        n_e = np.stack([p.n_e for p in prof])
+        zw = np.stack([p.weight for p in prof])
         dt = sources[idx[0]].energies.dtype
         pre = jax.tree.map(lambda *a: jnp.stack(a), *[pres[i] for i in idx])
         groups.append(SpectrumGroup(jnp.stack([sources[i].energies for i in idx]),
@@ -343,3 +330,12 @@ def group_recoil_spectra(group: SpectrumGroup, physics: NewPhysics, osc: Oscilla
         raise TypeError(f"forward_nodes must be True or False, got {forward_nodes!r}")
     C = group_cos_sums(group, osc) if forward_nodes else _group_sums(group, _group_cos_tables(group, osc))
     return jax.vmap(lambda c, pre: combine_sums(oscillated_sums(c, pre, osc), pre, physics))(C, group.pre)
+
+
+@jax.jit
+def group_probe_coefficients(group: SpectrumGroup, osc: OscillationParams):
+    """The polynomial coefficients (17, g, n_T) of the recoil spectra of a group in the new
+    physics (:func:`coefficients_from_probes` of the spectra at the 17 :func:`probe_points`,
+    μ_ν probe 1, the unit of the parameter), at fixed oscillations: the basis of the fast path
+    and of the floating-response fast path. One compilation per group shape."""
+    return coefficients_from_probes(jax.vmap(lambda p: group_recoil_spectra(group, p, osc))(probe_points(1.0)))
