@@ -10,7 +10,7 @@ from scipy.stats import norm
 from nuejax.detector import ResponseParams, bin_probabilities, electron_stopping_power, quenched_energy, quenching_table
 from nuejax.detector.backgrounds import BACKGROUNDS, background_template
 from nuejax.detector.montecarlo import expected_histogram, joint_response, toy_mc_histogram
-from nuejax.detector.response import mean_photoelectrons, unit_bin_edges
+from nuejax.detector.response import gaussian_bin_probabilities, gaussian_fold, mean_photoelectrons, unit_bin_edges
 from nuejax.physics import NewPhysics, build_source, uniform_recoil_edges
 
 TABLE = quenching_table()
@@ -45,6 +45,62 @@ def test_bin_probabilities_are_gaussian_integrals_and_normalised():
     far = np.asarray(bin_probabilities(jnp.array(0.1), jnp.array([200.0, 201.0]), P0, TABLE))[0]
     mu0 = float(mean_photoelectrons(0.1, P0, TABLE))
     assert far == pytest.approx(norm.sf(200, mu0, np.sqrt(mu0)) - norm.sf(201, mu0, np.sqrt(mu0)), rel=1e-8)
+
+
+def _reference_fold(w, mu, sigma, edges):
+    """sum_n w_n P_j(n) from scipy's normal cdf/sf, per pair, on the side of the mean that keeps
+    relative precision."""
+    a, b = edges[:-1][None, :], edges[1:][None, :]
+    m, s = mu[:, None], sigma[:, None]
+    P = np.where(a >= m, norm.sf(a, m, s) - norm.sf(b, m, s), norm.cdf(b, m, s) - norm.cdf(a, m, s))
+    return w @ P
+
+
+def test_gaussian_fold_equals_binned_gaussians_with_tail_precision():
+    rng = np.random.default_rng(3)
+    edges = np.concatenate([np.arange(0.0, 40.0, 1.0), np.geomspace(40.0, 400.0, 30)[1:]])  # not uniform
+    mu = np.concatenate([rng.uniform(-30.0, 450.0, 300), edges[[0, 5, 39, 50]], [edges[5] + 1e-9]])
+    sigma = rng.uniform(0.3, 25.0, mu.size)  # below and above the bin width
+    w = rng.uniform(0.0, 2.0, mu.size)
+    got = np.asarray(gaussian_fold(w, mu, sigma**2, edges))
+    ref = _reference_fold(w, mu, sigma, edges)
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    np.testing.assert_allclose(got, w @ np.asarray(gaussian_bin_probabilities(mu, sigma**2, edges)), rtol=1e-12)
+    # a bin 12 sigma above the only Gaussian keeps its relative precision (1e-33 of the weight)
+    far = float(gaussian_fold(np.array([3.0]), np.array([10.0]), np.array([1.0]), np.array([22.0, 23.0]))[0])
+    assert far == pytest.approx(3.0 * (norm.sf(22.0, 10.0) - norm.sf(23.0, 10.0)), rel=1e-10)
+
+
+def test_gaussian_fold_derivatives_match_the_pairwise_route_and_finite_differences():
+    rng = np.random.default_rng(4)
+    edges = jnp.asarray(np.arange(80.0, 200.0, 1.0) - 0.5)
+    base = jnp.asarray(np.sort(rng.uniform(60.0, 230.0, 200)))
+    w = jnp.asarray(rng.uniform(0.5, 1.5, 200))
+    data = jnp.asarray(rng.poisson(np.asarray(_reference_fold(np.asarray(w), np.asarray(base) * 1.02,
+                                                              np.sqrt(np.asarray(base)) * 1.1, np.asarray(edges))) + 1.0))
+
+    def nll(fold):
+        def f(x):  # scale of the means, extra variance, weight scale
+            mu = x[0] * base
+            m = fold(x[2] * w, mu, mu + x[1], edges) + 1.0
+            return jnp.sum(m - data * jnp.log(m))
+        return f
+
+    new = nll(gaussian_fold)
+    ref = nll(lambda w, mu, var, e: w @ gaussian_bin_probabilities(mu, var, e))
+    x0 = jnp.array([1.01, 20.0, 0.97])
+    np.testing.assert_allclose(jax.grad(new)(x0), jax.grad(ref)(x0), rtol=1e-9)
+    np.testing.assert_allclose(jax.hessian(new)(x0), jax.hessian(ref)(x0), rtol=1e-8)
+    np.testing.assert_allclose(jax.jvp(new, (x0,), (jnp.array([1.0, -2.0, 0.5]),))[1],
+                               jax.jvp(ref, (x0,), (jnp.array([1.0, -2.0, 0.5]),))[1], rtol=1e-9)
+    h = np.array([1e-6, 1e-4, 1e-6])
+    fd = [(float(new(x0.at[i].add(h[i]))) - float(new(x0.at[i].add(-h[i])))) / (2 * h[i]) for i in range(3)]
+    np.testing.assert_allclose(jax.grad(new)(x0), fd, rtol=1e-6)
+
+
+def test_gaussian_fold_refuses_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"weights \(3,\), mean \(2,\)"):
+        gaussian_fold(jnp.ones(3), jnp.ones(2), jnp.ones(2), jnp.arange(4.0))
 
 
 def test_response_differentiable_in_all_parameters():

@@ -52,10 +52,11 @@ Stage kinds: the fold with :math:`P` is a linear map that moves
 events between bins and depends on parameters, so nothing of it can be multiplied out ahead of
 time; the transform is another such map; exposure and mask are elementwise.
 
-Cost: the kernel needs :math:`n_{sig}\times n_T\times n_q\times(n_{obs}+1)` Gaussian tail
-integrals per call (and their derivatives for a gradient), independent of the path. The fast path
-saves only the recoil-spectrum evaluation; ``benchmarks/floating_response.py`` measures both
-against the fixed-response model.
+Cost: the fold needs :math:`n_{sig}\times n_T\times n_q\times(n_{obs}+1)` Gaussian tail
+integrals per call, one erfc each (:func:`~nuejax.detector.response.gaussian_fold` sums the
+weighted tails before differencing them at the bin edges), and one exp each for a gradient,
+independent of the path. The fast path saves only the recoil-spectrum evaluation;
+``benchmarks/floating_response.py`` measures both against the fixed-response model.
 
 A :class:`FloatingResponseModel` is a PyTree with the :class:`~nuejax.model.spectral_model.ModelMethods`
 front door, so ``.expected``, ``.nll``, ``.parameters``, ``jax.grad`` and the fits of
@@ -72,7 +73,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..detector.response import QuenchingTable, ResponseParams, bin_probabilities, quenching_table
+from ..detector.response import (QuenchingTable, ResponseParams, bin_probabilities, gaussian_fold, mean_photoelectrons,
+                                 photoelectron_variance, quenching_table)
 from ..detector.transforms import ResponseTransform
 from ..errors import InputError, ParameterError
 from ..physics.cross_section import NewPhysics
@@ -200,8 +202,9 @@ def response_kernels(model: FloatingResponseModel, p) -> jax.Array:
 def _folded_signals(model: FloatingResponseModel, p) -> jax.Array:
     a = jnp.stack([p[n] for n in model.norms])
     w = (a[:, None] * floating_signal_spectra(model, p))[..., None] * model.weights  # (n_sig, n_T, n_q)
-    P = bin_probabilities(model.nodes, model.obs_edges, _response(p), model.table)  # (n_sig, n_T, n_q, n_obs)
-    return w.reshape(-1) @ P.reshape(-1, P.shape[-1])
+    resp = _response(p)
+    mean = mean_photoelectrons(model.nodes, resp, model.table)
+    return gaussian_fold(w, mean, photoelectron_variance(mean, resp), model.obs_edges)
 
 
 @jax.jit
