@@ -2,7 +2,8 @@
 # One device-machine session of the performance benchmarks (docs/benchmarks.md says how it ran):
 #   bash benchmarks/perf_session.sh OUTDIR TAG [STEPS]
 # STEPS, any of: paper (run.py float64 with fits), profile (profile_general.py), float32,
-# build (build_time.py), floating (floating_response.py, default model), general (general_case.py),
+# build (build_time.py), floating (floating_response.py, default model: 2000 recoil bins, N_p 90-950),
+# floating200 (the same on 200 recoil bins, as on the CPU), general (general_case.py),
 # trace (gpu_trace.py), dispatch (dispatch_probe.py);
 # default "paper profile". Installs carried wheels (.whl/, for iminuit) if present and records the
 # device, driver and JAX version. Model tensors are cached in a temporary folder, so the steps
@@ -25,7 +26,8 @@ for s in $steps; do
     profile) python3 benchmarks/profile_general.py --out "$out/${tag}_profile_general.json" > "$out/${tag}_profile.log" 2>&1 ;;
     float32) python3 benchmarks/run.py --no-fit --dtype float32 --out "$out/${tag}_paper_float32.json" > "$out/${tag}_f32.log" 2>&1 ;;
     build) python3 benchmarks/build_time.py --repeat 2 --out "$out/${tag}_build_time.json" > "$out/${tag}_build.log" 2>&1 ;;
-    floating) python3 benchmarks/floating_response.py --n-T 2000 --signals all --json "$out/${tag}_floating_response.json" > "$out/${tag}_floating.log" 2>&1 ;;
+    floating) python3 benchmarks/floating_response.py --n-T 2000 --window 90 950 --signals all --json "$out/${tag}_floating_response.json" > "$out/${tag}_floating.log" 2>&1 ;;
+    floating200) python3 benchmarks/floating_response.py --n-T 200 --window 90 950 --signals all --json "$out/${tag}_floating_response_nT200.json" > "$out/${tag}_floating200.log" 2>&1 ;;
     trace) python3 benchmarks/gpu_trace.py --out "$out/${tag}_trace_value_and_grad.json" > "$out/${tag}_trace.log" 2>&1 ;;
     dispatch) python3 benchmarks/dispatch_probe.py > "$out/${tag}_dispatch_probe.json" 2> "$out/${tag}_dispatch.log" ;;
     general) python3 benchmarks/general_case.py --n-T 2000 --json "$out/${tag}_general_case.json" > "$out/${tag}_general.log" 2>&1 ;;

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fitting import objective, setup
+from .fitting import objective, setup, value_grad_hessian
 
 __all__ = ["NLLCost"]
 
@@ -33,7 +33,15 @@ def _nll_of_vector(x, model, base, data, names, base_names):
 _static = ("names", "base_names")
 _value = jax.jit(_nll_of_vector, static_argnames=_static)
 _value_and_grad = jax.jit(jax.value_and_grad(_nll_of_vector), static_argnames=_static)
-_hessian = jax.jit(jax.hessian(_nll_of_vector), static_argnames=_static)
+
+
+def _hessian_of_vector(x, model, base, data, names, base_names):
+    if base_names is not None:
+        base = dict(zip(base_names, base))
+    return value_grad_hessian(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())[2]
+
+
+_hessian = jax.jit(_hessian_of_vector, static_argnames=_static)
 
 
 def _pack(base: dict):
@@ -76,6 +84,8 @@ class NLLCost:
         self._packed = packed
         self._cache_x = None
         self._cache = None
+        self._hess_x = None
+        self._hess_value = None
         self.n_value = 0
         self.n_grad = 0
 
@@ -120,9 +130,14 @@ class NLLCost:
         return self._eval(x)[1]
 
     def hessian(self, *x) -> np.ndarray:
-        """Exact autodiff Hessian of -2 ln L, at ``hessian(*values)`` (iminuit's convention, which
-        MIGRAD and HESSE use when present) or ``hessian(array)``."""
-        return np.asarray(self._hess(jnp.asarray(self._vector(x)), self.model, self._packed, self.data))
+        """Exact Hessian of -2 ln L (:func:`~nuejax.inference.fitting.value_grad_hessian`), at
+        ``hessian(*values)`` (iminuit's convention, which MIGRAD and HESSE use when present) or
+        ``hessian(array)``. The last one is kept: MIGRAD asks for G2 and then the Hessian at one point."""
+        xv = self._vector(x)
+        if self._hess_x is None or not np.array_equal(xv, self._hess_x):
+            H = np.asarray(self._hess(jnp.asarray(xv), self.model, self._packed, self.data))
+            self._hess_x, self._hess_value = xv.copy(), H
+        return self._hess_value.copy()
 
     def g2(self, *x) -> np.ndarray:
         """Diagonal of the Hessian. iminuit 2.33 warns that it has no effect next to ``hessian``,

@@ -148,20 +148,22 @@ def _value_grad_hess(fun):
     return vgh
 
 
-def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_tol: float = 1e-8) -> NewtonResult:
+def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_tol: float = 1e-8,
+                     vgh=None) -> NewtonResult:
     """Minimise ``fun(x, args)`` (scalar, jax-traceable) over the box [lower, upper] from ``x0``.
 
     ``x0`` is clipped into the box (public fitting functions reject starts outside it).
-    ``vmap`` over ``x0`` or ``args`` fits a batch in one launch. See the module docstring for the
-    method and :data:`STATUS` for the outcome codes.
+    ``vmap`` over ``x0`` or ``args`` fits a batch in one launch. ``vgh(x, args) -> (value,
+    gradient, Hessian)`` replaces the autodiff of ``fun`` where given (the same function, computed
+    another way: :func:`nuejax.inference.fitting.value_grad_hessian`). See the module docstring
+    for the method and :data:`STATUS` for the outcome codes.
     """
     lower = jnp.asarray(np.asarray(lower, dtype=float))
     upper = jnp.asarray(np.asarray(upper, dtype=float))
     x0 = jnp.clip(jnp.asarray(x0), lower, upper)
     lower = lower.astype(x0.dtype)
     upper = upper.astype(x0.dtype)
-    vgh = _value_grad_hess(fun)
-    n = x0.shape[0]
+    vgh = _value_grad_hess(fun) if vgh is None else vgh
     f0, g0, H0 = vgh(x0, args)
     s_max = _s_max(lower, upper)
     s0 = _scale(H0, jnp.maximum(jnp.abs(x0), 1.0) * 0.1, s_max)

@@ -173,6 +173,18 @@ class SpectralModel(ModelMethods):
     def signal_names(self) -> tuple:
         return tuple(s.name for s in self.signals)
 
+    @property
+    def linear_parameters(self) -> tuple:
+        """The parameters in which the expectation is jointly affine, the signal normalisations
+        and background rates: :func:`~nuejax.inference.fitting.value_grad_hessian` builds the
+        exact Hessian from this structure."""
+        return tuple(dict.fromkeys(tuple(s.norm for s in self.signals)
+                                   + tuple("rate_" + b for b in self.background_names)))
+
+    def constraint_nll(self, params) -> jax.Array:
+        """The terms of -2 ln L besides the Poisson term: ``nll = poisson_nll(expected) + constraint_nll``."""
+        return self.parameters.pulls(params)
+
     def expected(self, params) -> jax.Array:
         """Expected counts per observable bin (paper Eq. mu_total); checked front door (class docstring)."""
         self._check_call(params)
