@@ -7,10 +7,12 @@ weights) and Hessian (the three parameters) of a Poisson-like loss:
 
 * ``pairwise``: ``w @ gaussian_bin_probabilities(...)``, the bin probabilities of every
   (Gaussian, bin) pair, four erfc each (lower/upper tail difference on both branches);
-* ``dot``: :func:`nuejax.detector.response.gaussian_fold` (signed tails summed with a
-  matrix-vector product, one erfc per (Gaussian, edge), analytic JVP);
-* ``sum``, ``mixed``: the same with the sums written as fused reductions (both, or the tangent
-  only), for XLA backends that fuse those better.
+* ``dot``: signed tails summed with a matrix-vector product, one erfc per (Gaussian, edge),
+  analytic JVP whose tangent is three matrix-vector products (the first version of
+  :func:`nuejax.detector.response.gaussian_fold`);
+* ``mixed``: the value as in ``dot``, the tangent one fused sum: what ``gaussian_fold`` does now;
+* ``sum``: value and tangent both fused sums;
+* ``package``: ``gaussian_fold`` itself (the same as ``mixed``).
 
 The Gaussians stand in for the floating model's quadrature nodes: 9 spectra x n_T recoil bins x 4
 nodes on [0, T_end] of the default model's signals, N_p = 510 T (1 - 0.1 T/(1 + T)), variance
@@ -53,6 +55,8 @@ def variants():
             dens = isp * jnp.exp(-z * z)
             a, b = w * dmu / (sq2 * s), w * ds / s
             out = jnp.sum(w[:, None] * t, axis=0) if kind == "sum" else w @ t
+            if kind == "dot":
+                return out, dw @ t - a @ dens - b @ (z * dens)
             return out, jnp.sum(dw[:, None] * t - dens * (a[:, None] + b[:, None] * z), axis=0)
 
         def fold(w, mu, var, edges):
@@ -64,7 +68,7 @@ def variants():
         return fold
 
     return {"pairwise": lambda w, mu, var, e: w @ R.gaussian_bin_probabilities(mu, var, e),
-            "dot": R.gaussian_fold, "sum": make("sum"), "mixed": make("mixed")}
+            "dot": make("dot"), "mixed": make("mixed"), "package": R.gaussian_fold, "sum": make("sum")}
 
 
 def main(argv=None):

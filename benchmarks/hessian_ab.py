@@ -1,15 +1,17 @@
 """The fits' exact Hessian with and without the models' Poisson structure, and MIGRAD with each.
 
-  python benchmarks/hessian_ab.py --out FILE [--repeat 3] [--no-fast]
+  python benchmarks/hessian_ab.py --out FILE [--repeat 3] [--paths general fast]
 
 The paper workload (``workload.PAPER_DIMS``, float64), Asimov data at ε^L_ee = 0.05, μ_ν = 3,
-``run.py``'s start. For each mode, ``structured`` (:func:`nuejax.inference.fitting.value_grad_hessian`
+``run.py``'s start. The fast path (``--paths fast``) declares no linear parameters, so its two modes are
+the same code (a control for the machine's drift). For each mode, ``structured`` (:func:`nuejax.inference.fitting.value_grad_hessian`
 using ``linear_parameters``: the signal normalisations and background rates) and ``autodiff``
 (``jax.hessian`` of -2 ln L, as when a model declares no linear parameters): the median time of
 ``NLLCost.hessian`` at the start (a new point each time), and the fastest of ``--repeat`` fits
 (:func:`nuejax.inference.fit`, MIGRAD with the exact Hessian, then the KKT check) after one
 compiling fit, with its calls and -2 ln L. General path (25 free) and fast path (23 free).
-The modes alternate (structured, autodiff, structured) so that a drift of the machine shows.
+The modes alternate (structured, autodiff, structured) so that a drift of the machine shows; the
+compiled functions are dropped at each switch (the route is chosen while tracing).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--no-fast", action="store_true", help="general path only")
+    ap.add_argument("--paths", nargs="+", choices=("general", "fast"), default=["general", "fast"])
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     import jax
@@ -37,9 +39,9 @@ def main(argv=None):
     import numpy as np
     import workload
 
-    from nuejax.inference import fit
+    from nuejax.inference import fit, fitting
     from nuejax.inference.cost import NLLCost
-    from nuejax.model.fast import FastModel, fast_model
+    from nuejax.model.fast import fast_model
     from nuejax.model.spectral_model import SpectralModel
 
     warnings.simplefilter("ignore")  # Asimov data are not integer counts, by design
@@ -48,11 +50,11 @@ def main(argv=None):
     data = model.asimov(truth)
     start = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0,
              "sin2_theta12": 0.30, "dm2_21": 7.3}
-    cases = [("general", model, start)]
-    if not a.no_fast:
+    cases = [("general", model, start)] if "general" in a.paths else []
+    if "fast" in a.paths:
         fast = fast_model(model)
         cases.append(("fast", fast, {k: v for k, v in start.items() if k in fast.parameters}))
-    declared = {SpectralModel: SpectralModel.linear_parameters, FastModel: FastModel.linear_parameters}
+    declared = {SpectralModel: SpectralModel.linear_parameters}
     dev = jax.devices()[0]
     out = {"device": f"{dev.platform}: {getattr(dev, 'device_kind', '')}", "jax": jax.__version__,
            "date": time.strftime("%Y-%m-%d"), "runs": []}
@@ -60,6 +62,10 @@ def main(argv=None):
         for mode in ("structured", "autodiff", "structured"):
             for cls, prop in declared.items():
                 cls.linear_parameters = prop if mode == "structured" else property(lambda self: ())
+            # the route is chosen while tracing: drop every compiled function of the other mode
+            jax.clear_caches()
+            fitting.compiled_solver.cache_clear()
+            fitting._compiled_vgh.cache_clear()
             for label, m, st in cases:
                 c = NLLCost(m, data, fixed=st)
                 x = np.array([float(c.base[n]) for n in c.names])
@@ -82,6 +88,7 @@ def main(argv=None):
     finally:
         for cls, prop in declared.items():
             cls.linear_parameters = prop
+        jax.clear_caches()
     if a.out:
         Path(a.out).write_text(json.dumps(out, indent=1))
     return out

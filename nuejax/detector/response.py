@@ -207,12 +207,15 @@ def _tail_sums(weights, mean, sigma, edges):
 def _tail_sums_jvp(primals, tangents):
     # dt/dz = exp(-z^2)/sqrt(pi) on both sides of the mean, and dz = -(dμ + √2 z dσ)/(√2 σ): one
     # exp per pair, shared by the tangents of the means and of the widths (autodiff of the
-    # where/abs above would differentiate both branches).
+    # where/abs above would differentiate both branches). The tangent is one fused sum rather
+    # than three matrix-vector products: its transpose then reads the pairs once (value +
+    # gradient 57 -> 52 ms on 2 CPU cores, 0.90 -> 0.77 ms on an H100; gaussian_fold_ab.py).
     w, mu, s, edges = primals
     dw, dmu, ds, _ = tangents
     z, t = _signed_tails(mu, s, edges)
     dens = _INV_SQRTPI * jnp.exp(-z * z)
-    return w @ t, dw @ t - (w * dmu / (_SQRT2 * s)) @ dens - (w * ds / s) @ (z * dens)
+    a, b = w * dmu / (_SQRT2 * s), w * ds / s
+    return w @ t, jnp.sum(dw[:, None] * t - dens * (a[:, None] + b[:, None] * z), axis=0)
 
 
 def gaussian_fold(weights, mean, variance, edges):

@@ -110,17 +110,6 @@ class FastModel(ModelMethods):
     def n_obs(self) -> int:
         return int(self.obs_edges.shape[0] - 1)
 
-    @property
-    def linear_parameters(self) -> tuple:
-        """The parameters in which the expectation is jointly affine, the signal normalisations
-        and background rates: :func:`~nuejax.inference.fitting.value_grad_hessian` builds the
-        exact Hessian from this structure."""
-        return tuple(dict.fromkeys(tuple(self.norms) + tuple("rate_" + b for b in self.background_names)))
-
-    def constraint_nll(self, params) -> jax.Array:
-        """The terms of -2 ln L besides the Poisson term: ``nll = poisson_nll(expected) + constraint_nll``."""
-        return self.parameters.pulls(params) + self.baked_pulls
-
     def expected(self, params) -> jax.Array:
         """Expected counts (fast path); checked front door (see :class:`~nuejax.model.spectral_model.ModelMethods`)."""
         self._check_call(params)
