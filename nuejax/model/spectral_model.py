@@ -30,6 +30,7 @@ from ..physics.cross_section import MU_NU_UNIT, NewPhysics  # noqa: F401 (MU_NU_
 from ..physics.oscillation import GAUSS_RULE_SIN2_THETA12, PRODUCTION_NODES, OscillationParams
 from ..physics.precomputed import PrecomputedSpectrum, group_recoil_spectra, group_spectra
 from ..physics.spectra import SolarSource, recoil_spectrum
+from ..detector.kernel_blocks import KernelBlocks, use_blocks
 from ..errors import ParameterError
 from .checks import check_data, check_params, is_traced
 from .likelihood import check_counts, check_expected, poisson_nll, poisson_draw, poisson_parts
@@ -137,6 +138,10 @@ class SpectralModel(ModelMethods):
     groups: tuple = ()
     group_members: tuple = field(metadata=dict(static=True), default=())
     kernels: jax.Array | tuple | None = None
+    #: Derived too: the kernels cut into blocks that cover their nonzero entries, the fold's
+    #: route where the kernels live on a CPU device (:mod:`nuejax.detector.kernel_blocks`);
+    #: None elsewhere (one dense product).
+    kernel_blocks: KernelBlocks | None = None
     #: The general case (:mod:`nuejax.model.flavour`): its static options (None: the
     #: flavour-diagonal model of the paper), the per-signal tensors of the trace form and the
     #: Earth exposure of a night or yearly-average model.
@@ -155,6 +160,8 @@ class SpectralModel(ModelMethods):
             kernels = [s.kernel for s in self.signals]
             same = len({k.shape for k in kernels}) == 1
             object.__setattr__(self, "kernels", jnp.stack(kernels) if same else tuple(kernels))
+            object.__setattr__(self, "kernel_blocks",
+                               KernelBlocks.from_kernels(kernels) if use_blocks(kernels) else None)
 
     @property
     def n_obs(self) -> int:
@@ -166,7 +173,7 @@ class SpectralModel(ModelMethods):
         (:func:`production_nodes`)."""
         m = super().with_parameters(parameters)
         if self.signals and production_nodes(parameters) != production_nodes(self.parameters):
-            m = dataclasses.replace(m, groups=(), group_members=(), kernels=None)
+            m = dataclasses.replace(m, groups=(), group_members=(), kernels=None, kernel_blocks=None)
         return m
 
     @property
@@ -265,7 +272,9 @@ def expected(model: SpectralModel, params) -> jax.Array:
     """Expected counts per observable bin, paper Eq. (mu_total)."""
     f = signal_spectra(model, params)
     total = jnp.zeros(model.n_obs, dtype=model.templates.dtype)
-    if isinstance(model.kernels, tuple):  # kernels of different shapes: fold one by one
+    if model.kernel_blocks is not None:  # the CPU route: only the blocks holding nonzero entries
+        total = total + model.kernel_blocks.fold([params[s.norm] * fk for s, fk in zip(model.signals, f)])
+    elif isinstance(model.kernels, tuple):  # kernels of different shapes: fold one by one
         total = total + sum(params[s.norm] * (fk @ k) for s, fk, k in zip(model.signals, f, model.kernels))
     elif model.kernels is not None:  # one matrix-vector product over all signals; flat: no transpose
         a = jnp.stack([params[s.norm] for s in model.signals])
