@@ -38,6 +38,19 @@ def _migrad_problems(fmin) -> list:
     return out
 
 
+def _kkt_at_start(s, res, x_m, edm_goal):
+    """:func:`kkt_report` at MIGRAD's end point ``x_m``, taken from the solver's result ``res``
+    where the solver made no iteration and did not move (it ran the same test on the same value,
+    gradient and Hessian; with a positive Hessian diagonal the two tests use the same scale), so
+    that a fit MIGRAD finished costs one Hessian here instead of three."""
+    d = np.diag(np.asarray(res.hess))
+    if int(res.n_iter) == 0 and np.array_equal(np.asarray(res.x), x_m) and np.all(np.isfinite(d) & (d > 0)):
+        return (bool(res.converged), float(res.edm), bound_flags(s.names, np.asarray(res.at_lower),
+                                                                 np.asarray(res.at_upper)),
+                float(res.min_eig), float(res.fun), np.asarray(res.grad), np.asarray(res.hess))
+    return kkt_report(s, x_m, edm_goal)
+
+
 def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, strategy: int = 1,
         tol: float = 0.001, ncall: int | None = None, one_sided: bool = True) -> FitResult:
     """Minimise -2 ln L of ``model`` on ``data`` with MIGRAD, then check the KKT conditions.
@@ -68,16 +81,16 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     m.migrad(ncall=ncall)
     edm_goal = 0.002 * tol * cost.errordef
     x_m = np.clip(np.array(m.values), np.asarray(s.lower), np.asarray(s.upper))
-    ok_m, edm_m, _, min_eig_m, fval_m, _, _ = kkt_report(s, x_m, edm_goal)
-    problems = _migrad_problems(m.fmin)
-    diagnostics = {"migrad_valid": bool(m.valid), "migrad_fval": float(m.fval), "migrad_edm": float(m.fmin.edm),
-                   "migrad_nfcn": int(m.nfcn), "migrad_problems": problems, "migrad_kkt": bool(ok_m),
-                   "migrad_kkt_edm": edm_m}
     # The bound-constrained solver continues from MIGRAD's end point: at a minimum it stops at
     # once; on a bound it moves the parameter onto it; short of the minimum it finishes the job.
     solve = compiled_solver(s.names, (), s.lower, s.upper, 100, float(edm_goal), None)
     res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x_m))
-    diagnostics.update(newton_status=int(res.status), newton_iterations=int(res.n_iter))
+    kkt_m = _kkt_at_start(s, res, x_m, edm_goal)
+    ok_m, edm_m, _, min_eig_m, fval_m, _, _ = kkt_m
+    problems = _migrad_problems(m.fmin)
+    diagnostics = {"migrad_valid": bool(m.valid), "migrad_fval": float(m.fval), "migrad_edm": float(m.fmin.edm),
+                   "migrad_nfcn": int(m.nfcn), "migrad_problems": problems, "migrad_kkt": bool(ok_m),
+                   "migrad_kkt_edm": edm_m, "newton_status": int(res.status), "newton_iterations": int(res.n_iter)}
     nfcn, ngrad = int(m.nfcn) + int(res.n_iter) + 1, int(m.ngrad) + int(res.n_iter) + 1
     if bool(res.converged) and float(res.fun) <= fval_m + edm_goal:
         x, fval, H, edm, ok = np.asarray(res.x), float(res.fun), np.asarray(res.hess), float(res.edm), True
@@ -90,7 +103,7 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
             + "; finished by the bound-constrained Newton solver")
     else:
         x = x_m
-        ok, edm, at_bound, min_eig, fval, g, H = kkt_report(s, x, edm_goal)
+        ok, edm, at_bound, min_eig, fval, g, H = kkt_m
         minimizer, reason = "migrad", ""
         if ok and not m.valid:
             reason = ("MIGRAD reported invalid (" + (", ".join(problems) or "no reason given") +
