@@ -121,6 +121,23 @@ def test_minuit_fit_recovers_asimov_truth_with_autodiff_errors(models):
     assert np.allclose(np.diag(r.correlation), 1.0)
 
 
+def test_fit_reports_the_kkt_test_at_migrads_end_point(models):
+    """Where the Newton continuation made no step, fit takes the KKT verdict at MIGRAD's end point
+    from the solver's own test; it equals a separate kkt_report there (and on the general path,
+    whose Hessian comes from the Poisson structure)."""
+    from nuejax.inference.fitting import kkt_report, setup
+
+    m, fm, data = models
+    for model in (fm, m):
+        r = fit(model, data, {"eps_ee_L": 0.0, "mu_nu": 1.0})
+        assert r.valid and r.minimizer == "migrad" and r.diagnostics["newton_iterations"] == 0
+        x = np.array([r.values[n] for n in r.names])
+        ok, edm, at_bound, min_eig, fval, g, H = kkt_report(setup(model, data, init=r.params), x, 0.002 * 0.001)
+        assert ok == r.diagnostics["migrad_kkt"] and at_bound == r.at_bound
+        assert r.diagnostics["migrad_kkt_edm"] == pytest.approx(edm, rel=1e-6, abs=1e-14)
+        assert r.fval == pytest.approx(fval, rel=1e-13) and r.edm == pytest.approx(edm, rel=1e-6, abs=1e-14)
+
+
 def test_minos_on_request(models):
     _, fm, data = models
     r = fit(fm, data, minos=["eps_ee_L"])
@@ -200,6 +217,25 @@ def test_injection_recovery(full_model, case):
     assert lo < r.injected < hi
 
 
+def test_cost_writing_results_to_pinned_host_memory_equals_the_default(models, monkeypatch):
+    """The minimiser's calls compiled to write their results into pinned host memory (the GPU
+    route, host_output_sharding) give the default calls' value, gradient and Hessian."""
+    from nuejax.inference import cost as cost_mod
+
+    m, _, data = models
+    dev = jax.devices()[0]
+    assert cost_mod.host_output_sharding(dev) is None  # a CPU: its memory is the host's
+    pinned = jax.sharding.SingleDeviceSharding(dev, memory_kind="pinned_host")
+    ref = NLLCost(m, data)
+    monkeypatch.setattr(cost_mod, "host_output_sharding", lambda device: pinned)
+    c = NLLCost(m, data)
+    assert c._value.func is not ref._value.func
+    x = np.array([float(c.base[n]) for n in c.names]) * 1.01
+    assert c(x) == ref(x)
+    np.testing.assert_array_equal(c.grad(x), ref.grad(x))
+    np.testing.assert_allclose(c.hessian(x), ref.hessian(x), rtol=1e-12, atol=0)
+
+
 def test_second_cost_and_scan_reuse_the_compiled_code(models):
     """A new NLLCost (each fit makes one) or a second scan of the same shape must not recompile:
     the jitted functions take the model as an argument and are cached at module level."""
@@ -210,10 +246,13 @@ def test_second_cost_and_scan_reuse_the_compiled_code(models):
     for _ in range(2):
         c = NLLCost(m, data)
         c.grad(np.array([float(c.base[n]) for n in c.names]))
-    n_cost = cost_mod._value_and_grad._cache_size()
+    compiled = c._vg_host.func  # what grad calls: module-level, the same for every cost object
+    assert compiled is cost_mod._compiled("value_and_grad", cost_mod.host_output_sharding(jax.devices()[0]))
+    n_cost = compiled._cache_size()
     c = NLLCost(m, data, fixed={"eps_ee_L": 0.01})  # Python floats as fixed values must not retrace either
     c.grad(np.array([float(c.base[n]) for n in c.names]))
-    assert cost_mod._value_and_grad._cache_size() == n_cost
+    c(np.array([float(c.base[n]) for n in c.names]) * 1.01)  # a numpy vector as the argument: no retrace
+    assert compiled._cache_size() == n_cost
     grid = np.linspace(0.0, 0.1, 4)
     rf = fit(fm, data)
     profile_scan(fm, data, "eps_ee_L", grid, global_fit=rf)
