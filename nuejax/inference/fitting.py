@@ -198,13 +198,13 @@ def value_grad_hessian(x, args, *, names, fixed_names):
     return poisson_nll(mu, n) + vc, J.T @ r + gc, 0.5 * (H + H.T)
 
 
-def _solve(fixed_vals, model, base, data, x0, *, names, fixed_names, lo, hi, max_iter, edm_tol):
+def _solve(fixed_vals, model, base, data, x0, *, names, fixed_names, lo, hi, max_iter, edm_tol, single=False):
     f = functools.partial(objective, names=names, fixed_names=fixed_names)
     vgh = None
     if linear_mask(model, names) is not None:
         vgh = functools.partial(value_grad_hessian, names=names, fixed_names=fixed_names)
     return minimize_bounded(f, x0, (fixed_vals, model, base, data), lo, hi, max_iter=max_iter, edm_tol=edm_tol,
-                            vgh=vgh)
+                            vgh=vgh, single=single)
 
 
 @functools.lru_cache(maxsize=None)
@@ -214,7 +214,7 @@ def compiled_solver(names: tuple, fixed_names: tuple, lo: tuple, hi: tuple, max_
     starts (``batch='data'``); cached so that a second fit or scan of the same structure does not
     recompile."""
     solve = functools.partial(_solve, names=names, fixed_names=fixed_names, lo=lo, hi=hi, max_iter=max_iter,
-                              edm_tol=edm_tol)
+                              edm_tol=edm_tol, single=batch is None)
     if batch == "fixed":
         solve = jax.vmap(solve, in_axes=(0, None, None, None, None))
     elif batch == "data":

@@ -149,14 +149,17 @@ def _value_grad_hess(fun):
 
 
 def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_tol: float = 1e-8,
-                     vgh=None) -> NewtonResult:
+                     vgh=None, single: bool = False) -> NewtonResult:
     """Minimise ``fun(x, args)`` (scalar, jax-traceable) over the box [lower, upper] from ``x0``.
 
     ``x0`` is clipped into the box (public fitting functions reject starts outside it).
     ``vmap`` over ``x0`` or ``args`` fits a batch in one launch. ``vgh(x, args) -> (value,
     gradient, Hessian)`` replaces the autodiff of ``fun`` where given (the same function, computed
     another way: :func:`nuejax.inference.fitting.value_grad_hessian`). See the module docstring
-    for the method and :data:`STATUS` for the outcome codes.
+    for the method and :data:`STATUS` for the outcome codes. ``single=True`` (a fit that is not
+    vmapped) skips the last evaluation where no coordinate snaps onto a bound; under ``vmap`` that
+    ``lax.cond`` becomes a select of both branches, and a 200-point profile scan took 6.2-6.9 s
+    with it against 4.6-4.9 s without (2 CPU cores), so batches keep the plain evaluation.
     """
     lower = jnp.asarray(np.asarray(lower, dtype=float))
     upper = jnp.asarray(np.asarray(upper, dtype=float))
@@ -218,10 +221,11 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     # mu_nu = 1e-4 instead of 0).
     s_end = _scale(st["H"], st["s"], s_max)
     x_s = _to_bounds(st["x"], jnp.where(st["x"] - lower < upper - st["x"], 1.0, -1.0), s_end, lower, upper)
-    # where nothing snaps the evaluation is skipped (one Hessian less per fit; under vmap both
-    # branches run, as before)
-    f_s, g_s, H_s = jax.lax.cond(jnp.any(x_s != st["x"]), lambda: vgh(x_s, args),
-                                 lambda: (st["f"], st["g"], st["H"]))
+    if single:  # nothing snaps: the evaluation is skipped (one Hessian less per fit)
+        f_s, g_s, H_s = jax.lax.cond(jnp.any(x_s != st["x"]), lambda: vgh(x_s, args),
+                                     lambda: (st["f"], st["g"], st["H"]))
+    else:
+        f_s, g_s, H_s = vgh(x_s, args)
     snap_ok = jnp.any(x_s != st["x"]) & jnp.isfinite(f_s) & (f_s <= st["f"] + edm_tol) \
         & jnp.all(jnp.isfinite(g_s)) & jnp.all(jnp.isfinite(H_s))
     chk_x = check(st["x"], st["g"], st["H"], s_end)
