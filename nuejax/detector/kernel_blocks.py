@@ -10,12 +10,14 @@ above a low-energy component's end point (pp, ⁷Be 384 keV). Cut into blocks of
 paper workload's kernels (9 × 2000 × 1000) keep 57 % of their entries, and the fold is the same
 sum with the exact zeros left out (only the order of the additions changes).
 
-On two CPU cores that fold takes 2.8-3.1 ms against 8.0 ms for one dense matrix-vector product
-(value + gradient 6.2-7.3 against 12.5-12.8 ms), and the whole -2 ln L 6.7-7.3 ms against
-12.2 ms (value + gradient 13.6-15.0 against 20.3 ms; ``benchmarks/kernel_blocks_ab.py``). On
-an H100 the blocks were slower (value + gradient 0.93-1.00 against 0.52-0.68 ms: one dense
-product is one kernel launch where the blocks are 63, and that call is bound by launches), so
-models whose kernels live on a GPU keep the dense fold (:func:`use_blocks`), as do small kernels.
+On two CPU cores that fold takes 2.8-3.6 ms against 7.6-8.0 ms for one dense matrix-vector
+product (value + gradient 6.2-7.6 against 11.7-13.4 ms), and the whole -2 ln L 6.7-8.6 ms
+against 10.7-12.2 ms (value + gradient 12.8-15.5 against 20.3-28.6 ms): two runs of
+``benchmarks/kernel_blocks_ab.py`` on 2026-11-25, the second in ``results/cpu2_kernel_blocks_ab.json``.
+On an H100 the blocks were slower (value + gradient 0.93-1.33 against 0.52-0.68 ms,
+``results/h100_kernel_blocks_ab.json``: one dense product is one kernel launch where the blocks
+are 63, and that call is bound by launches), so models whose kernels live on a GPU keep the dense
+fold (:func:`use_blocks`), as do small kernels.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ import numpy as np
 
 __all__ = ["KernelBlocks", "MIN_ENTRIES", "ROWS", "use_blocks"]
 
-#: Recoil bins per block. On 2 CPU cores, paper workload, 128 and 256 gave the fastest -2 ln L
-#: among 128-2000 (value + gradient 13.6-15.0 ms; 512: 14.4-15.2; 2000: 15.3-15.7;
+#: Recoil bins per block. On 2 CPU cores, paper workload, 128 to 2000 gave -2 ln L value +
+#: gradients within the machine's noise of each other (12.8-15.7 ms, against 20.3-28.6 ms dense)
+#: and the fold alone was fastest with 128-256 (2.7-3.6 ms; 512-2000: 3.4-4.4 ms;
 #: benchmarks/kernel_blocks_ab.py); 256 makes half as many blocks as 128.
 ROWS = 256
 

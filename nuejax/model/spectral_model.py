@@ -140,7 +140,9 @@ class SpectralModel(ModelMethods):
     kernels: jax.Array | tuple | None = None
     #: Derived too: the kernels cut into blocks that cover their nonzero entries, the fold's
     #: route where the kernels live on a CPU device (:mod:`nuejax.detector.kernel_blocks`);
-    #: None elsewhere (one dense product).
+    #: None elsewhere (one dense product). Derived fields are cut from the signals: replace the
+    #: signals with ``groups=(), group_members=(), kernels=None, kernel_blocks=None`` so that
+    #: they are derived again (as ``with_parameters`` does), never ``kernels`` alone.
     kernel_blocks: KernelBlocks | None = None
     #: The general case (:mod:`nuejax.model.flavour`): its static options (None: the
     #: flavour-diagonal model of the paper), the per-signal tensors of the trace form and the
