@@ -123,12 +123,12 @@ def test_minuit_fit_recovers_asimov_truth_with_autodiff_errors(models):
 
 def test_fit_reports_the_kkt_test_at_migrads_end_point(models):
     """Where the Newton continuation made no step, fit takes the KKT verdict at MIGRAD's end point
-    from the solver's own test; it equals a separate kkt_report there (and on the general path,
-    whose Hessian comes from the Poisson structure)."""
+    from the solver's own test; it equals a separate kkt_report there (general path, whose
+    Hessian comes from the Poisson structure)."""
     from nuejax.inference.fitting import kkt_report, setup
 
-    m, fm, data = models
-    for model in (fm, m):
+    m, _, data = models
+    for model in (m,):
         r = fit(model, data, {"eps_ee_L": 0.0, "mu_nu": 1.0})
         assert r.valid and r.minimizer == "migrad" and r.diagnostics["newton_iterations"] == 0
         x = np.array([r.values[n] for n in r.names])
