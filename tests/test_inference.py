@@ -57,24 +57,24 @@ def test_structured_hessian_equals_autodiff(models):
     m = m.with_parameters(m.parameters.release("eps_ee_R", "sin2_theta12"))
     rng = np.random.default_rng(7)
     assert linear_mask(fast_model(m), fm.parameters.free_names) is None  # the fast path: plain autodiff
-    for model in (m,):
-        p = model.parameters.values(eps_ee_L=0.07, eps_ee_R=-0.04, mu_nu=2.5, norm_pp=1.03, rate_85Kr=20.0)
-        data = np.asarray(rng.poisson(np.asarray(model.expected(p)) * 1.02), dtype=float)
-        data[::37] = 0.0
-        names = model.parameters.free_names
-        assert linear_mask(model, names) is not None and not all(linear_mask(model, names))
-        x = jnp.asarray([float(p[n]) for n in names])
-        args = (jnp.zeros(0), model, dict(p), jnp.asarray(data))
-        v, g, H = jax.jit(value_grad_hessian, static_argnames=("names", "fixed_names"))(x, args, names=names,
-                                                                                      fixed_names=())
-        v0, g0, H0 = _autodiff_vgh(model, names, x, jnp.asarray(data))
-        assert float(v) == pytest.approx(float(v0), rel=1e-13)
-        np.testing.assert_allclose(g, g0, rtol=1e-8, atol=1e-9 * float(jnp.max(jnp.abs(g0))))
-        d = np.sqrt(np.abs(np.diag(H0)))
-        np.testing.assert_allclose(np.asarray(H) / np.outer(d, d), np.asarray(H0) / np.outer(d, d), atol=1e-11)
-        # the decomposition the structure relies on
-        assert float(model.nll(p, data)) == pytest.approx(
-            float(poisson_nll(model.expected(p), data) + model.constraint_nll(p)), rel=1e-14)
+    model = m
+    p = model.parameters.values(eps_ee_L=0.07, eps_ee_R=-0.04, mu_nu=2.5, norm_pp=1.03, rate_85Kr=20.0)
+    data = np.asarray(rng.poisson(np.asarray(model.expected(p)) * 1.02), dtype=float)
+    data[::37] = 0.0
+    names = model.parameters.free_names
+    assert linear_mask(model, names) is not None and not all(linear_mask(model, names))
+    x = jnp.asarray([float(p[n]) for n in names])
+    args = (jnp.zeros(0), model, dict(p), jnp.asarray(data))
+    v, g, H = jax.jit(value_grad_hessian, static_argnames=("names", "fixed_names"))(x, args, names=names,
+                                                                                  fixed_names=())
+    v0, g0, H0 = _autodiff_vgh(model, names, x, jnp.asarray(data))
+    assert float(v) == pytest.approx(float(v0), rel=1e-13)
+    np.testing.assert_allclose(g, g0, rtol=1e-8, atol=1e-9 * float(jnp.max(jnp.abs(g0))))
+    d = np.sqrt(np.abs(np.diag(H0)))
+    np.testing.assert_allclose(np.asarray(H) / np.outer(d, d), np.asarray(H0) / np.outer(d, d), atol=1e-11)
+    # the decomposition the structure relies on
+    assert float(model.nll(p, data)) == pytest.approx(
+        float(poisson_nll(model.expected(p), data) + model.constraint_nll(p)), rel=1e-14)
 
 
 def test_cost_follows_the_iminuit_protocol(models):
@@ -128,14 +128,13 @@ def test_fit_reports_the_kkt_test_at_migrads_end_point(models):
     from nuejax.inference.fitting import kkt_report, setup
 
     m, _, data = models
-    for model in (m,):
-        r = fit(model, data, {"eps_ee_L": 0.0, "mu_nu": 1.0})
-        assert r.valid and r.minimizer == "migrad" and r.diagnostics["newton_iterations"] == 0
-        x = np.array([r.values[n] for n in r.names])
-        ok, edm, at_bound, min_eig, fval, g, H = kkt_report(setup(model, data, init=r.params), x, 0.002 * 0.001)
-        assert ok == r.diagnostics["migrad_kkt"] and at_bound == r.at_bound
-        assert r.diagnostics["migrad_kkt_edm"] == pytest.approx(edm, rel=1e-6, abs=1e-14)
-        assert r.fval == pytest.approx(fval, rel=1e-13) and r.edm == pytest.approx(edm, rel=1e-6, abs=1e-14)
+    r = fit(m, data, {"eps_ee_L": 0.0, "mu_nu": 1.0})
+    assert r.valid and r.minimizer == "migrad" and r.diagnostics["newton_iterations"] == 0
+    x = np.array([r.values[n] for n in r.names])
+    ok, edm, at_bound, min_eig, fval, g, H = kkt_report(setup(m, data, init=r.params), x, 0.002 * 0.001)
+    assert ok == r.diagnostics["migrad_kkt"] and at_bound == r.at_bound
+    assert r.diagnostics["migrad_kkt_edm"] == pytest.approx(edm, rel=1e-6, abs=1e-14)
+    assert r.fval == pytest.approx(fval, rel=1e-13) and r.edm == pytest.approx(edm, rel=1e-6, abs=1e-14)
 
 
 def test_minos_on_request(models):

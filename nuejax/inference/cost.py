@@ -30,18 +30,13 @@ def _nll_of_vector(x, model, base, data, names, base_names):
     return objective(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())
 
 
-_static = ("names", "base_names")
-_value = jax.jit(_nll_of_vector, static_argnames=_static)
-_value_and_grad = jax.jit(jax.value_and_grad(_nll_of_vector), static_argnames=_static)
-
-
 def _hessian_of_vector(x, model, base, data, names, base_names):
     if base_names is not None:
         base = dict(zip(base_names, base))
     return value_grad_hessian(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())[2]
 
 
-_hessian = jax.jit(_hessian_of_vector, static_argnames=_static)
+_static = ("names", "base_names")
 _FUNCTIONS = {"value": _nll_of_vector, "value_and_grad": jax.value_and_grad(_nll_of_vector),
               "hessian": _hessian_of_vector}
 
@@ -64,13 +59,12 @@ def host_output_sharding(device):
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(kind: str, out_sharding):
+def _compiled(kind: str, out_sharding=None):
     """The module-level compiled call of ``kind`` (value, value_and_grad, hessian), writing its
     results to ``out_sharding`` (None: the default placement). Cached, so a new cost object
     with the same model structure and free names reuses the compiled code."""
-    if out_sharding is None:
-        return {"value": _value, "value_and_grad": _value_and_grad, "hessian": _hessian}[kind]
-    return jax.jit(_FUNCTIONS[kind], static_argnames=_static, out_shardings=out_sharding)
+    placement = {} if out_sharding is None else {"out_shardings": out_sharding}
+    return jax.jit(_FUNCTIONS[kind], static_argnames=_static, **placement)
 
 
 def _pack(base: dict):
@@ -112,7 +106,7 @@ class NLLCost:
         static = dict(names=self.names, base_names=base_names)
         self._value = functools.partial(_compiled("value", out), **static)
         self._vg_host = functools.partial(_compiled("value_and_grad", out), **static)
-        self._vg = functools.partial(_value_and_grad, **static)
+        self._vg = functools.partial(_compiled("value_and_grad"), **static)
         self._hess = functools.partial(_compiled("hessian", out), **static)
         self._packed = packed
         self._cache_x = None
