@@ -6,13 +6,17 @@
 Cases (each: one -2 ln L call, and one value + gradient over the model's free parameters):
 
 * ``fixed_general``: :func:`nuejax.model.nll` of the SpectralModel (kernels fixed at build time);
+* ``fixed_general+transform``: its expectation through the ResponseTransform below (the
+  counterpart of the floating ``+transform`` cases: the same transform stage on a fixed response);
 * ``fixed_fast``: the FastModel (folded basis templates);
 * ``fixed_fast+transform``: the FastModel's expectation through a ResponseTransform (scale, offset,
   extra resolution floating): ``transform(p, fast_expected(fm, p))`` (the transform is linear
   and the builder's mask is all ones, so applying it after the exposure is the same);
 * ``floating_general`` / ``floating_fast``: :mod:`nuejax.model.floating`, the analytic
   T -> N_p kernel recomputed in every call from ``light_yield``, ``kB``, ``var_const``, ``var_rel``
-  (all four free);
+  (all four free), by the default grid fold (:mod:`nuejax.detector.mean_grid`);
+* ``floating_general_exact``: the same with ``fold="exact"`` (one Gaussian integral per node
+  and edge), for comparison;
 * ``floating_general+transform`` / ``floating_fast+transform``: the same followed by the transform.
 
 Free in every case: the model's defaults (flux normalisations, background rates) plus
@@ -80,6 +84,12 @@ def _objective(kind):
             fm, tr = model
             mu = tr(p, fast_expected(fm, p))
             return poisson_nll(mu, data) + fm.parameters.pulls(p) + fm.baked_pulls
+    elif kind == "fixed_general+transform":
+        from nuejax.model import expected as fixed_expected
+
+        def f(model, p, data):
+            m, tr = model
+            return poisson_nll(tr(p, fixed_expected(m, p)), data) + m.parameters.pulls(p)
     else:
         f = lambda model, p, data: floating_nll(model, p, data)  # noqa: E731
 
@@ -121,9 +131,13 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
             t0 = time.perf_counter()
             models[name] = floating_response_model(base, fast=fast, transform=tr if with_tr else None)
             build[name + "_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    models["floating_general_exact"] = floating_response_model(base, fast=False, fold="exact")
+    build["floating_general_exact_s"] = time.perf_counter() - t0
     tr_params = ParameterSet(fm.parameters.parameters + transform_parameters(tr))
-    cases = {"fixed_general": (base, base.parameters), "fixed_fast": (fm, fm.parameters),
-             "fixed_fast+transform": ((fm, tr), tr_params)}
+    tr_general = ParameterSet(base.parameters.parameters + transform_parameters(tr))
+    cases = {"fixed_general": (base, base.parameters), "fixed_general+transform": ((base, tr), tr_general),
+             "fixed_fast": (fm, fm.parameters), "fixed_fast+transform": ((fm, tr), tr_params)}
     cases.update({n: (m, m.parameters) for n, m in models.items()})
 
     point = {**PHYSICS_POINT, **RESPONSE_POINT, **TRANSFORM_POINT}
@@ -136,6 +150,8 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
             mu = fast_expected(model, p)
         elif name == "fixed_fast+transform":
             mu = model[1](p, fast_expected(model[0], p))
+        elif name == "fixed_general+transform":
+            mu = model[1](p, expected(model[0], p))
         else:
             mu = model.expected(p)
         data = jnp.asarray(np.asarray(mu))  # Asimov at the point
@@ -154,6 +170,7 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
         log(f"{name:<28} value {v:9.3f} ms   value+grad {vg:9.3f} ms   ({len(names)} free, {r['n_obs']} bins)")
     fl = models["floating_general"]
     dims = {"n_sig": len(base.signals), "n_T": n_T, "n_obs": base.n_obs, "n_nodes": int(np.prod(fl.nodes.shape)),
+            "grid_points": int(fl.grid.size),
             "n_bkg": len(base.background_names), "signals": list(base.signal_names), "window": list(window)}
     return {"dims": dims, "build": build, "cases": out}
 
