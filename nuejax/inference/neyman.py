@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import InputError, ParameterError
-from .fitting import EDM_TOL, compiled_solver, newton_fit, setup
+from .fitting import EDM_TOL, compiled_solver, newton_fit, profile_starts, setup
 from .results import Saveable, array_from_json, json_array, json_float, versions
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
 from .scan import batched_solve, grid_values
@@ -137,8 +137,8 @@ def _observed(pr: _Problem, points: np.ndarray, *, max_iter: int, one_sided: boo
     s = pr.s
     g = newton_fit(s.model, s.data, {k: float(v) for k, v in pr.base.items() if np.ndim(v) == 0},
                    names=pr.poi + pr.nuis, one_sided=False, max_iter=max_iter)
-    start = jnp.clip(jnp.asarray([g.values[n] for n in pr.nuis]), jnp.asarray(s.lower), jnp.asarray(s.upper))
     if pr.nuis:
+        start = profile_starts(g, pr.poi, pr.nuis, np.asarray(points), s.lower, s.upper)
         solve = compiled_solver(pr.nuis, pr.poi, s.lower, s.upper, int(max_iter), EDM_TOL, "fixed")
         # in launches that respect the XLA:CPU limit (a 21 x 21 grid with 13 nuisances is one too many)
         res = batched_solve(solve, jnp.asarray(points), s, start, None, None, "")

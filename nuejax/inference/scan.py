@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import EDM_TOL, compiled_solver, launch_size, newton_fit, setup
+from .fitting import EDM_TOL, compiled_solver, launch_size, newton_fit, profile_starts, setup
 from .results import FitResult, Scan2DResult, ScanResult
 
 __all__ = ["profile_scan", "profile_scan_2d"]
@@ -63,12 +63,16 @@ def _global(model, data, init, names, global_fit):
 
 
 def batched_solve(solve, grid, s, x0, chunk, progress, label):
-    """Run the batched ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per chunk)."""
+    """Run the batched ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per
+    chunk); ``x0`` is one start (d,) for every row or a start per row, (n, d) or (n, c, d)."""
     n = grid.shape[0]
     chunk = launch_size(n, chunk, int(np.shape(x0)[-1]) if np.ndim(x0) else 1)
+    x0 = jnp.asarray(x0)
+    if x0.ndim == 1:
+        x0 = jnp.broadcast_to(x0, (n,) + x0.shape)
     outs = []
     for start in range(0, n, chunk):
-        outs.append(solve(grid[start:start + chunk], s.model, s.base, s.data, x0))
+        outs.append(solve(grid[start:start + chunk], s.model, s.base, s.data, x0[start:start + chunk]))
         if progress is not None and n > chunk:
             jax.block_until_ready(outs[-1].fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
@@ -94,7 +98,7 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
     ps = s.model.parameters
     values = grid_values(ps, name, values)
     g = _global(s.model, data, init, (name, *s.names), global_fit)
-    start = jnp.clip(jnp.asarray([float(g.params[n]) for n in s.names]), jnp.asarray(s.lower), jnp.asarray(s.upper))
+    start = profile_starts(g, (name,), s.names, np.asarray(values)[:, None], s.lower, s.upper)
     solve = compiled_solver(s.names, (name,), s.lower, s.upper, int(n_iter), EDM_TOL, "fixed")
     res = batched_solve(solve, jnp.asarray(values)[:, None], s, start, chunk, progress, f"scan {name}")
     nll = np.asarray(res.fun)
@@ -116,7 +120,7 @@ def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=No
     vx, vy = grid_values(ps, names[0], values_x), grid_values(ps, names[1], values_y)
     grid = jnp.asarray(np.stack(np.meshgrid(vx, vy, indexing="ij"), -1).reshape(-1, 2))
     g = _global(s.model, data, init, (*names, *s.names), global_fit)
-    start = jnp.clip(jnp.asarray([float(g.params[n]) for n in s.names]), jnp.asarray(s.lower), jnp.asarray(s.upper))
+    start = profile_starts(g, names, s.names, np.asarray(grid), s.lower, s.upper)
     solve = compiled_solver(s.names, names, s.lower, s.upper, int(n_iter), EDM_TOL, "fixed")
     res = batched_solve(solve, grid, s, start, chunk, progress, f"scan {names[0]} x {names[1]}")
     nll = np.asarray(res.fun).reshape(len(vx), len(vy))
