@@ -192,3 +192,15 @@ def test_floating_model_grid_follows_bounds(small_model, floating_pair):
         floating_response_model(small_model, fast=True, grid_step=0.0)
     with pytest.raises(InputError, match="var_const >= 0"):
         grid.with_parameters(grid.parameters.update("var_const", lower=-1.0))
+
+
+def test_lookup_methods_agree(nodes, monkeypatch):
+    """The unrolled binary search used on GPUs finds the same cells and bins as the default one."""
+    import nuejax.detector.response as R
+
+    w, mu = nodes
+    want = np.asarray(_grid(w, mu, 5.0, 0.01, DEFAULT_STEP)), np.asarray(_exact(w, mu, 5.0, 0.01))
+    monkeypatch.setitem(R.SEARCH_METHODS, jax.default_backend(), "scan_unrolled")
+    assert R.search_method() == "scan_unrolled"
+    np.testing.assert_array_equal(np.asarray(_grid(w, mu, 5.0, 0.01, DEFAULT_STEP)), want[0])
+    np.testing.assert_array_equal(np.asarray(_exact(w, mu, 5.0, 0.01)), want[1])

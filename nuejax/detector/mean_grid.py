@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .response import ResponseParams
+from .response import ResponseParams, search_method
 
 __all__ = ["MeanGrid", "mean_grid", "grid_fold", "hermite_basis", "ERROR_PER_WEIGHT", "DEFAULT_STEP", "TAIL_Z"]
 
@@ -121,7 +121,7 @@ def _deposit(weights, mean, grid: MeanGrid):
     """W^(k)_m, k = 0, 1, 2: the node weights deposited on the grid, (3, M)."""
     w, mu = weights.reshape(-1), mean.reshape(-1)
     M = grid.size
-    m = jnp.searchsorted(grid.mean, jax.lax.stop_gradient(mu), side="right") - 1  # the cell: no derivative
+    m = jnp.searchsorted(grid.mean, jax.lax.stop_gradient(mu), side="right", method=search_method()) - 1  # no derivative
     m = jnp.clip(m, 0, M - 2)
     lo, hi = grid.mean[m], grid.mean[m + 1]
     h = hi - lo
@@ -244,6 +244,6 @@ def grid_fold(weights, mean, params: ResponseParams, edges, grid: MeanGrid):
     v = jnp.stack([jnp.asarray(params.var_const, dtype=W.dtype), jnp.asarray(params.var_rel, dtype=W.dtype)])
     S = _grid_sums(W, v, grid.mean, edges)
     # the step [e > mu_m] of the signed tail: grid point m's value weight lands whole in its bin
-    inside = jax.ops.segment_sum(W[0], jnp.searchsorted(edges, grid.mean, side="right"),
+    inside = jax.ops.segment_sum(W[0], jnp.searchsorted(edges, grid.mean, side="right", method=search_method()),
                                  num_segments=edges.shape[0] + 1)
     return inside[1:-1] + (S[1:] - S[:-1])
