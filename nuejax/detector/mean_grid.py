@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .response import ResponseParams, search_method
+from .response import ResponseParams, _signed_tails, search_method
 
 __all__ = ["MeanGrid", "mean_grid", "grid_fold", "hermite_basis", "ERROR_PER_WEIGHT", "DEFAULT_STEP", "TAIL_Z"]
 
@@ -64,7 +64,6 @@ ERROR_PER_WEIGHT = 1e-4
 #: Above the bins, cells widen to step * (mu - top edge) / TAIL_Z: a Gaussian that far above the top edge
 #: puts at most erfc(TAIL_Z / sqrt 2) / 2 = 8e-24 of its weight into the bins (module docstring).
 TAIL_Z = 10.0
-_SQRT2 = math.sqrt(2.0)
 _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -173,8 +172,7 @@ def _pair_terms(grid_mean, sig, ds, dds, edges, partials: bool):
     c = b - z * a * a
     d1, d2 = phi * a, phi * c
     if not partials:
-        tail = 0.5 * jax.scipy.special.erfc(jnp.abs(z) / _SQRT2)
-        return jnp.where(z > 0, -tail, tail), d1, d2
+        return _signed_tails(grid_mean, sig, edges)[1], d1, d2
     z_s = -z * inv
     a_s = (1.0 + 2.0 * z * ds) * inv * inv
     a_ds = -z * inv
@@ -191,9 +189,13 @@ def _cdf_terms(grid_mean, var_terms, edges):
     return _pair_terms(grid_mean, sig, ds, dds, edges, False)
 
 
+def _weighted_sum(W, terms):
+    """sum_m sum_k W^(k)_m terms_k[m, :]: the grid's weights contracted with (t, d1, d2)."""
+    return jnp.sum(sum(W[k][:, None] * terms[k] for k in range(3)), axis=0)
+
+
 def _contract(W, var_terms, grid_mean, edges):
-    t, d1, d2 = _cdf_terms(grid_mean, var_terms, edges)
-    return jnp.sum(W[0][:, None] * t + W[1][:, None] * d1 + W[2][:, None] * d2, axis=0)
+    return _weighted_sum(W, _cdf_terms(grid_mean, var_terms, edges))
 
 
 def _width_jacobian(W, var_terms, grid_mean, edges):
@@ -223,11 +225,8 @@ def _grid_sums_jvp(primals, tangents):
     # autodiff, 2.5 ms in closed form).
     W, v, gm, edges = primals
     dW, dv, _, _ = tangents
-    t, d1, d2 = _cdf_terms(gm, v, edges)
-    value = jnp.sum(W[0][:, None] * t + W[1][:, None] * d1 + W[2][:, None] * d2, axis=0)
-    tan = _width_jacobian(W, v, gm, edges) @ dv + jnp.sum(dW[0][:, None] * t + dW[1][:, None] * d1
-                                                          + dW[2][:, None] * d2, axis=0)
-    return value, tan
+    terms = _cdf_terms(gm, v, edges)
+    return _weighted_sum(W, terms), _width_jacobian(W, v, gm, edges) @ dv + _weighted_sum(dW, terms)
 
 
 def grid_fold(weights, mean, params: ResponseParams, edges, grid: MeanGrid):
