@@ -6,7 +6,8 @@
 # floating200 (the same on 200 recoil bins, as on the CPU), general (general_case.py),
 # trace (gpu_trace.py), dispatch (dispatch_probe.py), migrad (migrad_profile.py),
 # blocks (kernel_blocks_ab.py: the fold by kernel blocks against the dense product), gridprobe
-# (grid_fold_probe.py: the grid fold's cell-lookup methods), scanconv (scan_convergence.py);
+# (grid_fold_probe.py: the grid fold's cell-lookup methods), scanconv (scan_convergence.py),
+# fitoverhead (fit_overhead_probe.py: a fit's time outside MIGRAD's calls, gradients ahead of time);
 # default "paper profile". Installs carried wheels (.whl/, for iminuit) if present and records the
 # device, driver and JAX version. Model tensors are cached in a temporary folder, so the steps
 # after the first load them instead of rebuilding (nuejax.cache).
@@ -36,6 +37,7 @@ for s in $steps; do
     blocks) python3 benchmarks/kernel_blocks_ab.py --rows 256 --out "$out/${tag}_kernel_blocks_ab.json" > "$out/${tag}_blocks.log" 2>&1 ;;
     gridprobe) python3 benchmarks/grid_fold_probe.py --n-T 2000 --out "$out/${tag}_grid_fold_probe.json" > "$out/${tag}_gridprobe.log" 2>&1 ;;
     scanconv) python3 benchmarks/scan_convergence.py --out "$out/${tag}_scan_convergence.json" > "$out/${tag}_scanconv.log" 2>&1 ;;
+    fitoverhead) python3 benchmarks/fit_overhead_probe.py --out "$out/${tag}_fit_overhead_probe.json" > "$out/${tag}_fitoverhead.log" 2>&1 ;;
     general) python3 benchmarks/general_case.py --n-T 2000 --json "$out/${tag}_general_case.json" > "$out/${tag}_general.log" 2>&1 ;;
     *) echo "unknown step $s" >&2 ;;
   esac

@@ -121,20 +121,26 @@ def test_minuit_fit_recovers_asimov_truth_with_autodiff_errors(models):
     assert np.allclose(np.diag(r.correlation), 1.0)
 
 
-def test_fit_reports_the_kkt_test_at_migrads_end_point(models):
-    """Where the Newton continuation made no step, fit takes the KKT verdict at MIGRAD's end point
-    from the solver's own test; it equals a separate kkt_report there (general path, whose
-    Hessian comes from the Poisson structure)."""
-    from nuejax.inference.fitting import kkt_report, setup
+def test_fit_launches_the_solver_only_where_it_would_not_stop_at_once(models):
+    """Where MIGRAD's end point passes the KKT test (run on the host's copies) and no coordinate is
+    next to a bound, fit does not launch the bound-constrained solver. Launched there anyway, the
+    solver stops at once, does not move, and reports the same test and value (general path,
+    whose Hessian comes from the Poisson structure)."""
+    from nuejax.inference.fitting import bound_flags, compiled_solver, setup
 
     m, _, data = models
     r = fit(m, data, {"eps_ee_L": 0.0, "mu_nu": 1.0})
-    assert r.valid and r.minimizer == "migrad" and r.diagnostics["newton_iterations"] == 0
+    assert r.valid and r.minimizer == "migrad" and r.diagnostics["migrad_kkt"]
+    assert not r.diagnostics["newton_launched"] and r.diagnostics["newton_iterations"] == 0
+    s = setup(m, data, init=r.params)
     x = np.array([r.values[n] for n in r.names])
-    ok, edm, at_bound, min_eig, fval, g, H = kkt_report(setup(m, data, init=r.params), x, 0.002 * 0.001)
-    assert ok == r.diagnostics["migrad_kkt"] and at_bound == r.at_bound
-    assert r.diagnostics["migrad_kkt_edm"] == pytest.approx(edm, rel=1e-6, abs=1e-14)
-    assert r.fval == pytest.approx(fval, rel=1e-13) and r.edm == pytest.approx(edm, rel=1e-6, abs=1e-14)
+    solve = compiled_solver(s.names, (), s.lower, s.upper, 100, 0.002 * 0.001, None)
+    res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x))
+    assert int(res.n_iter) == 0 and bool(res.converged) and np.array_equal(np.asarray(res.x), x)
+    assert r.at_bound == bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
+    assert r.diagnostics["migrad_kkt_edm"] == pytest.approx(float(res.edm), rel=1e-6, abs=1e-14)
+    assert r.fval == pytest.approx(float(res.fun), rel=1e-13) and r.edm == pytest.approx(float(res.edm), rel=1e-6,
+                                                                                          abs=1e-14)
 
 
 def test_minos_on_request(models):

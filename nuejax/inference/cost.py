@@ -30,15 +30,15 @@ def _nll_of_vector(x, model, base, data, names, base_names):
     return objective(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())
 
 
-def _hessian_of_vector(x, model, base, data, names, base_names):
+def _vgh_of_vector(x, model, base, data, names, base_names):
     if base_names is not None:
         base = dict(zip(base_names, base))
-    return value_grad_hessian(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())[2]
+    return value_grad_hessian(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())
 
 
 _static = ("names", "base_names")
 _FUNCTIONS = {"value": _nll_of_vector, "value_and_grad": jax.value_and_grad(_nll_of_vector),
-              "hessian": _hessian_of_vector}
+              "value_grad_hessian": _vgh_of_vector}
 
 
 def host_output_sharding(device):
@@ -60,7 +60,7 @@ def host_output_sharding(device):
 
 @functools.lru_cache(maxsize=None)
 def _compiled(kind: str, out_sharding=None):
-    """The module-level compiled call of ``kind`` (value, value_and_grad, hessian), writing its
+    """The module-level compiled call of ``kind`` (value, value_and_grad, value_grad_hessian), writing its
     results to ``out_sharding`` (None: the default placement). Cached, so a new cost object
     with the same model structure and free names reuses the compiled code."""
     placement = {} if out_sharding is None else {"out_shardings": out_sharding}
@@ -107,7 +107,7 @@ class NLLCost:
         self._value = functools.partial(_compiled("value", out), **static)
         self._vg_host = functools.partial(_compiled("value_and_grad", out), **static)
         self._vg = functools.partial(_compiled("value_and_grad"), **static)
-        self._hess = functools.partial(_compiled("hessian", out), **static)
+        self._vgh = functools.partial(_compiled("value_grad_hessian", out), **static)
         self._packed = packed
         self._cache_x = None
         self._cache = None
@@ -161,12 +161,21 @@ class NLLCost:
     def hessian(self, *x) -> np.ndarray:
         """Exact Hessian of -2 ln L (:func:`~nuejax.inference.fitting.value_grad_hessian`), at
         ``hessian(*values)`` (iminuit's convention, which MIGRAD and HESSE use when present) or
-        ``hessian(array)``. The last one is kept: MIGRAD asks for G2 and then the Hessian at one point."""
+        ``hessian(array)``. The last one is kept: MIGRAD asks for G2 and then the Hessian at one
+        point. The same call gives the value and gradient there, which are kept as :meth:`grad`'s."""
         xv = self._vector(x)
         if self._hess_x is None or not np.array_equal(xv, self._hess_x):
-            H = np.asarray(self._hess(xv, self.model, self._packed, self.data))
-            self._hess_x, self._hess_value = xv.copy(), H
+            v, g, H = jax.device_get(self._vgh(xv, self.model, self._packed, self.data))
+            self._hess_x, self._hess_value = xv.copy(), np.asarray(H)
+            self._cache_x, self._cache = xv.copy(), (float(v), np.asarray(g))
         return self._hess_value.copy()
+
+    def value_grad_hessian(self, *x) -> tuple:
+        """-2 ln L, its gradient and Hessian at ``x``, from the kept results where MIGRAD's last
+        calls were at ``x`` (its final HESSE and gradient), else computed."""
+        H = self.hessian(*x)
+        v, g = self._eval(x)
+        return v, g.copy(), H
 
     def g2(self, *x) -> np.ndarray:
         """Diagonal of the Hessian. iminuit 2.33 warns that it has no effect next to ``hessian``,

@@ -6,7 +6,8 @@ whose best value is a bound (a rate at zero) slows MIGRAD down and often leaves 
 (EDM above its goal, or a call limit) at a point that is in fact the minimum, or just short of it.
 :func:`fit` therefore tests MIGRAD's end point with :func:`~nuejax.inference.newton.kkt` (EDM on
 the free subspace below MIGRAD's own goal, Hessian positive definite there, multipliers of the
-parameters on a bound ≥ 0). If the test fails, the bound-constrained Newton solver continues from
+parameters on a bound ≥ 0). If the test fails, or a parameter lies next to a bound (within 10⁻³
+of the solver's scale) without being on it, the bound-constrained Newton solver continues from
 MIGRAD's end point; its result is taken when it passes the test and is not higher. The
 :class:`~nuejax.inference.FitResult` says which minimiser finished (``minimizer``), what MIGRAD
 reported (``diagnostics``) and, for an invalid fit, why (``reason``).
@@ -18,11 +19,12 @@ import time
 import warnings
 from typing import Mapping
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .cost import NLLCost
-from .fitting import bound_flags, compiled_solver, kkt_report, make_fit_result, setup
+from .fitting import bound_flags, compiled_solver, end_point_report, make_fit_result, setup
 from .newton import STATUS
 from .results import FitResult
 
@@ -36,19 +38,6 @@ def _migrad_problems(fmin) -> list:
     if not getattr(fmin, "has_posdef_covar", True):
         out.append("covariance not positive definite")
     return out
-
-
-def _kkt_at_start(s, res, x_m, edm_goal):
-    """:func:`kkt_report` at MIGRAD's end point ``x_m``, taken from the solver's result ``res``
-    where the solver made no iteration and did not move (it ran the same test on the same value,
-    gradient and Hessian; with a positive Hessian diagonal the two tests use the same scale), so
-    that a fit MIGRAD finished costs one Hessian here instead of three."""
-    d = np.diag(np.asarray(res.hess))
-    if int(res.n_iter) == 0 and np.array_equal(np.asarray(res.x), x_m) and np.all(np.isfinite(d) & (d > 0)):
-        return (bool(res.converged), float(res.edm), bound_flags(s.names, np.asarray(res.at_lower),
-                                                                 np.asarray(res.at_upper)),
-                float(res.min_eig), float(res.fun), np.asarray(res.grad), np.asarray(res.hess))
-    return kkt_report(s, x_m, edm_goal)
 
 
 def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, strategy: int = 1,
@@ -68,7 +57,8 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     t0 = time.perf_counter()
     s = setup(model, data, names=names, init=init)
     cost = NLLCost(s.model, s.data, s.names, fixed=init)
-    x0 = np.array([float(cost.base[n]) for n in cost.names])
+    start = jax.device_get(dict(cost.base))  # one transfer, not one per parameter
+    x0 = np.array([float(start[n]) for n in cost.names])
     with warnings.catch_warnings():
         # NLLCost.g2 is needed (see its docstring) though iminuit says the Hessian overrides it.
         warnings.filterwarnings("ignore", message="hessian overrides g2")
@@ -81,18 +71,27 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     m.migrad(ncall=ncall)
     edm_goal = 0.002 * tol * cost.errordef
     x_m = np.clip(np.array(m.values), np.asarray(s.lower), np.asarray(s.upper))
-    # The bound-constrained solver continues from MIGRAD's end point: at a minimum it stops at
-    # once; on a bound it moves the parameter onto it; short of the minimum it finishes the job.
-    solve = compiled_solver(s.names, (), s.lower, s.upper, 100, float(edm_goal), None)
-    res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x_m))
-    kkt_m = _kkt_at_start(s, res, x_m, edm_goal)
-    ok_m, edm_m, _, min_eig_m, fval_m, _, _ = kkt_m
+    # MIGRAD's last HESSE and gradient are usually at its end point: the cost keeps them
+    *kkt_m, snaps = end_point_report(s, x_m, edm_goal, vgh=cost.value_grad_hessian(x_m))
+    ok_m, edm_m, _, min_eig_m, fval_m, _, H_m = kkt_m
+    d = np.diag(H_m)
+    if ok_m and not snaps and np.all(np.isfinite(d) & (d > 0)):
+        # A minimum where no coordinate is about to snap onto a bound: the solver below would
+        # stop at once and return this point (same test, same scale), so it is not launched.
+        res = None
+    else:
+        # The bound-constrained solver continues from MIGRAD's end point: on a bound it moves
+        # the parameter onto it; short of the minimum it finishes the job.
+        solve = compiled_solver(s.names, (), s.lower, s.upper, 100, float(edm_goal), None)
+        res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x_m))
+    n_iter = 0 if res is None else int(res.n_iter)
     problems = _migrad_problems(m.fmin)
     diagnostics = {"migrad_valid": bool(m.valid), "migrad_fval": float(m.fval), "migrad_edm": float(m.fmin.edm),
                    "migrad_nfcn": int(m.nfcn), "migrad_problems": problems, "migrad_kkt": bool(ok_m),
-                   "migrad_kkt_edm": edm_m, "newton_status": int(res.status), "newton_iterations": int(res.n_iter)}
-    nfcn, ngrad = int(m.nfcn) + int(res.n_iter) + 1, int(m.ngrad) + int(res.n_iter) + 1
-    if bool(res.converged) and float(res.fun) <= fval_m + edm_goal:
+                   "migrad_kkt_edm": edm_m, "newton_status": 0 if res is None else int(res.status),
+                   "newton_iterations": n_iter, "newton_launched": res is not None}
+    nfcn, ngrad = int(m.nfcn) + n_iter + 1, int(m.ngrad) + n_iter + 1
+    if res is not None and bool(res.converged) and float(res.fun) <= fval_m + edm_goal:
         x, fval, H, edm, ok = np.asarray(res.x), float(res.fun), np.asarray(res.hess), float(res.edm), True
         at_bound = bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
         moved = not np.array_equal(x, x_m)
@@ -102,8 +101,8 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
                          if not m.valid else "stopped before the KKT test passed")
             + "; finished by the bound-constrained Newton solver")
     else:
-        x = x_m
-        ok, edm, at_bound, min_eig, fval, g, H = kkt_m
+        x = x_m  # where the solver was not launched (res is None), ok is True
+        ok, edm, at_bound, min_eig, fval, _, H = kkt_m
         minimizer, reason = "migrad", ""
         if ok and not m.valid:
             reason = ("MIGRAD reported invalid (" + (", ".join(problems) or "no reason given") +

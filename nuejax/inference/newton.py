@@ -228,7 +228,7 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     # negative curvature of mu_nu at 0 that a mu_nu^4 term overwhelms is not a reason to report
     # mu_nu = 1e-4 instead of 0).
     s_end = _scale(st["H"], st["s"], s_max)
-    x_s = _to_bounds(st["x"], jnp.where(st["x"] - lower < upper - st["x"], 1.0, -1.0), s_end, lower, upper)
+    x_s = snap_to_bounds(st["x"], s_end, lower, upper)
     if single:  # nothing snaps: the evaluation is skipped (one Hessian less per fit)
         f_s, g_s, H_s = jax.lax.cond(jnp.any(x_s != st["x"]), lambda: vgh(x_s, args),
                                      lambda: (st["f"], st["g"], st["H"]))
@@ -247,6 +247,19 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     converged = pick(chk_s[0] | chk_x[0], chk_x[0]) & jnp.isfinite(f)
     return NewtonResult(x, f, converged, st["it"], edm, at_lo, at_hi, min_eig,
                         jnp.where(converged, 0, jnp.where(st["status"] == 0, 1, st["status"])), g, H)
+
+
+def snap_to_bounds(x, s, lower, upper):
+    """The solver's last move (:func:`minimize_bounded`): each coordinate within 1e-3 of its
+    nearer bound, in units of the scale ``s``, put on that bound. ``s`` is the solver's
+    coordinate scale; with a positive Hessian diagonal ``scale(H)`` gives the same."""
+    return _to_bounds(x, jnp.where(x - lower < upper - x, 1.0, -1.0), s, lower, upper)
+
+
+def scale(H, lower, upper):
+    """The solver's coordinate scale for the Hessian ``H`` (1/sqrt|H_ii|, capped at the bound
+    range, 1 where the diagonal is not positive)."""
+    return _scale(H, jnp.ones(H.shape[-1], dtype=H.dtype), _s_max(lower, upper))
 
 
 def _to_bounds(x, g, s, lower, upper, tol=1e-3):
