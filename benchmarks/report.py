@@ -49,6 +49,46 @@ def stage_table(w, profiles):
     w("")
 
 
+def migrad_split(prof) -> str:
+    """The fastest fit of a ``migrad_profile.py`` run, split into its calls' wall time and the rest."""
+    f = min(prof["fits"], key=lambda r: r["s"])
+    per = lambda k: f"{f[k + '_s'] / f[k + '_calls'] * 1e3:.3g} ms" if f[k + "_calls"] else "–"  # noqa: E731
+    return (f"{f['s']:.3g} s = {f['value_calls']} values × {per('value')} + {f['grad_calls']} gradients × "
+            f"{per('grad')} + {f['hessian_calls']} Hessian calls ({f['hessian_s']:.3g} s) + {f['rest_s']:.3g} s "
+            f"rest (iminuit, the end-point test)")
+
+
+def missed_profiles(w, cpu, gpu, gname):
+    """One line per target missed on either device: where its time goes, against its floor."""
+    lines = []
+    for lab, r, tag, target in (("2-core CPU", cpu, "cpu2", 5.0), (gname, gpu, "h100", 0.2)):
+        m, prof, probe = r["migrad_general_25"], load(f"{tag}_migrad_profile.json"), load(f"{tag}_fit_overhead_probe.json")
+        if m["s"] > target and prof:
+            n = m["nfcn"] + m["ngrad"]
+            floor = n * r["floors"]["dispatch"]["median_ms"] * 1e-3
+            loop = (f"; `NLLCost`'s calls with a new vector each, timed in a loop (`fit_overhead_probe.py`): value "
+                    f"{fmt(probe['calls']['value_ms'])}, value + gradient {fmt(probe['calls']['value_and_grad_ms'])}"
+                    if probe else "")
+            lines.append(f"- MIGRAD on the {lab} ({m['s']:.3g} s in `run.py`): `migrad_profile.py`'s fastest fit "
+                         f"{migrad_split(prof)}. Floor: its {n} calls × a trivial jitted call "
+                         f"({fmt(r['floors']['dispatch']['median_ms'])}) = {floor:.3g} s{loop}.")
+    for lab, r, target in (("2-core CPU", cpu, 1.0), (gname, gpu, 0.1)):
+        v, d = r["fast_value"]["median_ms"], r["floors"]["dispatch"]["median_ms"]
+        if v > target:
+            lines.append(f"- Fast path value on the {lab}: {fmt(v)} = {v / d:.2f}× a trivial jitted call "
+                         f"({fmt(d)}) in the same run: the call is host dispatch.")
+    for lab, r, target in (("2-core CPU", cpu, 20.0), (gname, gpu, 0.5)):
+        fl = r["floors"]["fold_value_and_grad"]["median_ms"]
+        for key, what in (("value_and_grad_vector", "minimiser call"), ("value_and_grad", "parameter-dict call")):
+            v = r[key]["median_ms"]
+            if v > target:
+                lines.append(f"- Value + gradient ({what}) on the {lab}: {fmt(v)} = {v / fl:.2f}× the fold floor; the "
+                             f"stages in the next section (`profile_general.py`).")
+    if lines:
+        w("Where the missed targets' time goes (profiles; the analysis is in the notes below):\n")
+        w("\n".join(lines) + "\n")
+
+
 def main():
     cpu, gpu = load("cpu2_paper_float64.json"), load("h100_paper_float64.json")
     cpu32, gpu32 = load("cpu2_paper_float32.json"), load("h100_paper_float32.json")
@@ -175,6 +215,7 @@ def main():
     w("")
     if flo_note:
         w(f"Floating responses (`floating_response.py`, value + gradient against the fixed general call): {flo_note}.\n")
+    missed_profiles(w, cpu, gpu, gname)
     w(f"Floors, measured in the same runs (`run.py`): the fold alone (f @ K over the stacked "
       f"{fc['fold_shape'][0]} × {fc['fold_shape'][1]} kernels with a Poisson-like loss) takes "
       f"{fmt(fc['fold_value']['median_ms'])} (value) and {fmt(flc)} (value + gradient) on the CPU, "
