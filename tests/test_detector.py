@@ -71,6 +71,7 @@ def test_gaussian_fold_equals_binned_gaussians_with_tail_precision():
     assert far == pytest.approx(3.0 * (norm.sf(22.0, 10.0) - norm.sf(23.0, 10.0)), rel=1e-10)
 
 
+@pytest.mark.slow  # 27 s on 2 cores (the Hessian's compilation); the exact fold is fold="exact", not the default
 def test_gaussian_fold_derivatives_match_the_pairwise_route_and_finite_differences():
     rng = np.random.default_rng(4)
     edges = jnp.asarray(np.arange(80.0, 200.0, 1.0) - 0.5)
