@@ -203,6 +203,31 @@ def test_fit_at_mu_zero_gives_a_one_sided_error_and_an_upper_limit(fast_mu):
     assert "1.642" in scan.upper_limit_convention
 
 
+def test_one_sided_error_does_not_trust_a_rounding_level_curvature(fast_mu):
+    """At mu_nu = 0, -2 ln L depends on mu_nu squared and H_ii is rounding, of either sign (a change
+    of the templates' last bits moved it from -8e-9 to +6e-8): the one-sided error must not depend
+    on it, and the profile must rise by 1 there."""
+    from nuejax.inference.fitting import _profile, one_sided_errors, setup, value_grad_hess
+
+    _, fm = fast_mu
+    data = fm.asimov()  # mu_nu = 0
+    r = newton_fit(fm, data, one_sided=False)
+    assert r.valid and r.at_bound == {"mu_nu": "lower"}
+    s = setup(fm, data)
+    x = np.array([r.values[n] for n in s.names])
+    _, _, H = value_grad_hess(s, x)
+    i = s.names.index("mu_nu")
+    errs = []
+    for h in (-8e-9, 0.0, 6e-8, 1e-4):
+        Hh = H.copy()
+        Hh[i, i] = h
+        errs.append(one_sided_errors(s, x, r.fval, {"mu_nu": "lower"}, Hh)["mu_nu"])
+    assert max(errs) == pytest.approx(min(errs), rel=1e-3), errs
+    others = tuple(n for n in s.names if n != "mu_nu")
+    rise = _profile(s, "mu_nu", others, x, np.array([errs[0]])) - r.fval
+    assert rise[0] == pytest.approx(1.0, abs=0.02)
+
+
 def test_fast_path_equals_general_path_off_centre(small_model):
     m = small_model.with_parameters(small_model.parameters.release("eps_ee_L", "mu_nu"))
     osc = {"sin2_theta12": 0.33, "dm2_21": 7.9}
