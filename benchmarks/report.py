@@ -84,6 +84,17 @@ def missed_profiles(w, cpu, gpu, gname):
             if v > target:
                 lines.append(f"- Value + gradient ({what}) on the {lab}: {fmt(v)} = {v / fl:.2f}× the fold floor; the "
                              f"stages in the next section (`profile_general.py`).")
+    cli = load("cpu2_cli_times.json")
+    if cli and cli["demo_uncached_s"] > 30 and "demo_uncached_stages" in cli:
+        st = cli["demo_uncached_stages"]
+        lines.append(f"- `nuejax demo` on the 2-core CPU, first run ({cli['demo_uncached_s']:.1f} s): model build "
+                     f"{st['build_s']:.1f} s, MIGRAD fit {st['fit_s']:.1f} s, two profile scans {st['scans_s']:.1f} s, "
+                     f"the rest of the demo (Asimov data, fast-path templates, timing, summary) "
+                     f"{st['other_in_demo_s']:.1f} s, the process outside the demo (interpreter, imports, backend) "
+                     f"{st['outside_demo_s']:.1f} s (`cli_times.py`).")
+    if cli and max(cli["rates_s"]) >= 3 and "import_s" in cli:
+        lines.append(f"- `nuejax rates` on the 2-core CPU ({max(cli['rates_s']):.2f} s): importing `nuejax.cli` "
+                     f"alone takes {min(cli['import_s']):.2f} s of it (`cli_times.py`).")
     if lines:
         w("Where the missed targets' time goes (profiles; the analysis is in the notes below):\n")
         w("\n".join(lines) + "\n")
