@@ -186,7 +186,6 @@ def test_fit_at_mu_zero_gives_a_one_sided_error_and_an_upper_limit(fast_mu):
     data = fm.asimov()  # mu_nu = 0
     r = fit(fm, data)
     assert r.valid and r.values["mu_nu"] == 0.0 and r.at_bound == {"mu_nu": "lower"}
-    assert r.diagnostics["newton_launched"]  # MIGRAD's sine transform never ends exactly on the bound
     assert r.errors["mu_nu"] is None and "one-sided" in str(r)
     up = r.one_sided["mu_nu"]
     scan = profile_scan(fm, data, "mu_nu", np.linspace(0.0, 3 * up, 61), global_fit=r)

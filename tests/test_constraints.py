@@ -298,3 +298,15 @@ def test_check_constraints_double_counting():
         check_constraints((ok[0], 1.0), ps)
     with pytest.raises(InputError, match="tuple of constraint terms"):
         check_constraints(ok[0], ps)
+
+
+def test_parameter_values_keep_the_set_order_and_dtype():
+    """values() and defaults() are made on the host and put on the device in one transfer (which
+    returns a dict's keys sorted): the mapping keeps the parameters' order, their dtype, and
+    takes traced overrides inside jit."""
+    ps = ParameterSet((Parameter("zeta", 2.0), Parameter("alpha", 1.0, lower=0.0), Parameter("mid", 0.5)))
+    for out in (ps.defaults(), ps.values(alpha=0.25), ps.values({"zeta": np.float32(3.0)})):
+        assert list(out) == ["zeta", "alpha", "mid"]
+        assert all(v.dtype == jnp.result_type(float) and not v.weak_type for v in out.values())
+    assert float(ps.values(alpha=0.25)["alpha"]) == 0.25
+    assert float(jax.jit(lambda a: ps.values(alpha=a)["alpha"] * 2)(0.5)) == 1.0

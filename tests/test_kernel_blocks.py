@@ -41,6 +41,17 @@ def test_blocks_cover_every_nonzero_entry_and_fold_equals_dense_product():
         np.testing.assert_allclose(np.asarray(gk), g @ np.asarray(r), rtol=1e-12, atol=1e-12)
 
 
+def test_blocks_are_placed_like_their_kernels():
+    """Blocks of an uncommitted kernel stay uncommitted (free to meet inputs sharded over a mesh);
+    those of a kernel committed to a device are committed there, in the kernel's dtype."""
+    g = _banded(100, 40, np.random.default_rng(3))
+    free = KernelBlocks.from_kernels([jnp.asarray(g)], rows=32)
+    assert free.blocks and not any(b.committed for b in free.blocks)
+    dev = jax.devices()[0]
+    pinned = KernelBlocks.from_kernels([jax.device_put(jnp.asarray(g, dtype=jnp.float32), dev)], rows=32)
+    assert all(b.committed and b.devices() == {dev} and b.dtype == jnp.float32 for b in pinned.blocks)
+
+
 def test_blocks_keep_nan_entries_and_reject_bad_input():
     g = np.zeros((10, 8))
     g[7, 3] = np.nan

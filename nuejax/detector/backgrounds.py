@@ -115,7 +115,7 @@ def beta_template(obs_edges, params: ResponseParams, table: QuenchingTable, Q: f
     T = (np.arange(n_nodes) + 0.5) * Q / n_nodes
     dens = beta_kinetic_spectrum(T, Q, Z, A, positron=positron, shape_factor=shape_factor)
     w = dens / dens.sum()
-    extra = np.asarray(extra_electrons, dtype=float).reshape(-1)
+    extra = np.asarray(() if extra_electrons is None else extra_electrons, dtype=float).reshape(-1)
     return check_template(np.asarray(_folded_beta(w, T, extra, jnp.asarray(obs_edges), params, table)), obs_edges,
                           what)
 

@@ -102,7 +102,10 @@ class KernelBlocks:
             if isinstance(g, jax.Array):
                 # cut on the host and put back on the kernel's device in one transfer: slicing the
                 # device array compiled one program per block shape (1.7 s for the default model)
-                mine = jax.device_put([np.ascontiguousarray(b) for b in mine], next(iter(g.devices())))
+                # committed where the kernel is (its sharding), uncommitted where it is not, as the
+                # slices were: a committed block would clash with inputs sharded over a mesh
+                host_blocks = [np.ascontiguousarray(b) for b in mine]
+                mine = jax.device_put(host_blocks, g.sharding) if g.committed else jax.device_put(host_blocks)
             blocks.extend(mine)
         return cls(tuple(blocks), tuple(layout), n_obs.pop())
 

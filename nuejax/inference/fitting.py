@@ -330,10 +330,10 @@ def one_sided_errors(s: Setup, x, fval: float, at_bound: dict, H, *, level: floa
         if np.isfinite(room):  # the far bound itself is the last point: a crossing inside is never missed
             d = np.append(d[d < room][:23], room)
             if d.size < 24:
-                # The curvature gave a scale comparable to the whole room: on a bound where -2 ln L
-                # depends on the parameter's square (mu_nu = 0), H_ii is rounding (6e-8 here, -8e-9
-                # after a change of the templates' last bits) and sqrt(2/H_ii) meaningless. A
-                # geometric grid up to the far bound instead, 24 points as always: a two-point
+                # Fewer than 24 grid points below the far bound: the scale is comparable to the
+                # whole room (on a bound where -2 ln L depends on the parameter's square, mu_nu =
+                # 0, H_ii is rounding of either sign, -8e-9 or 6e-8, and sqrt(2/H_ii) meaningless).
+                # A geometric grid up to the far bound instead, 24 points as always: a two-point
                 # bracket made the square-root interpolation below 2.5x off (0.46 against 1.14).
                 d = room * 2.0 ** ((np.arange(24) - 23) / 2.0)
         sign = 1.0 if side == "lower" else -1.0
@@ -401,8 +401,8 @@ def make_fit_result(s: Setup, x, fval: float, *, valid: bool, reason: str, minim
     if any(free[i] and errors[n] is None for i, n in enumerate(s.names)) and valid:
         valid, reason = False, "covariance not positive definite on the free parameters"
     one = one_sided_errors(s, x, fval, at_bound, H) if (one_sided and at_bound) else {}
-    host = jax.device_get(dict(s.base))  # one transfer, not one per value
-    params = {kk: float(v) if np.ndim(v) == 0 else np.asarray(v).tolist() for kk, v in host.items()}
+    host = jax.device_get(dict(s.base))  # one transfer, not one per value (keys come back sorted)
+    params = {kk: float(host[kk]) if np.ndim(host[kk]) == 0 else np.asarray(host[kk]).tolist() for kk in s.base}
     params.update({n: float(x[i]) for i, n in enumerate(s.names)})
     return FitResult(names=tuple(s.names), values={n: float(x[i]) for i, n in enumerate(s.names)}, errors=errors,
                      covariance=cov, fval=float(fval), valid=bool(valid), nfcn=int(nfcn), ngrad=int(ngrad),

@@ -157,7 +157,8 @@ class ParameterSet:
     def defaults(self, dtype=None) -> dict:
         """Default values as the parameter PyTree (dict of 0-d arrays)."""
         dt = np.dtype(dtype or jnp.result_type(float))
-        return _on_device({p.name: np.asarray(p.value, dtype=dt) for p in self.parameters})
+        out = _on_device({p.name: np.asarray(p.value, dtype=dt) for p in self.parameters})
+        return {p.name: out[p.name] for p in self.parameters}  # device_put returns the keys sorted
 
     def values(self, overrides: Mapping | None = None, **kw) -> dict:
         """Defaults with some values replaced: ``values({'eps_ee_L': 0.05})`` or ``values(eps_ee_L=0.05)``.
