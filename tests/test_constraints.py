@@ -305,7 +305,8 @@ def test_parameter_values_keep_the_set_order_and_dtype():
     returns a dict's keys sorted): the mapping keeps the parameters' order, their dtype, and
     takes traced overrides inside jit."""
     ps = ParameterSet((Parameter("zeta", 2.0), Parameter("alpha", 1.0, lower=0.0), Parameter("mid", 0.5)))
-    for out in (ps.defaults(), ps.values(alpha=0.25), ps.values({"zeta": np.float32(3.0)})):
+    for out in (ps.defaults(), ps.values(alpha=0.25), ps.values({"zeta": np.float32(3.0)}),
+                ps.values(alpha=jnp.asarray(0.5))):
         assert list(out) == ["zeta", "alpha", "mid"]
         assert all(v.dtype == jnp.result_type(float) and not v.weak_type for v in out.values())
     assert float(ps.values(alpha=0.25)["alpha"]) == 0.25

@@ -284,9 +284,9 @@ def end_point_report(s: Setup, x, edm_tol: float, vgh=None) -> tuple:
 
     One compiled value, gradient and Hessian on the model's device; the test itself runs on the
     host's copies (CPU backend): on an H100 the solver's launch at a converged point, whose
-    eigen-decompositions run on the GPU, took 6.4-8.2 ms against 3.8-4.4 ms for this report with
-    its own value, gradient and Hessian (``benchmarks/fit_overhead_probe.py``, paper workload). ``vgh``: the value, gradient and Hessian at ``x``
-    where the caller has them already."""
+    eigen-decompositions run on the GPU, took 6.4-8.2 ms against 3.8-4.9 ms for this report with
+    its own value, gradient and Hessian (``benchmarks/fit_overhead_probe.py``, paper workload).
+    ``vgh``: the value, gradient and Hessian at ``x`` where the caller has them already."""
     v, g, H = value_grad_hess(s, x) if vgh is None else vgh
     dev = _host_device()
     put = lambda a: jax.device_put(np.asarray(a, dtype=g.dtype), dev)  # noqa: E731
@@ -295,11 +295,6 @@ def end_point_report(s: Setup, x, edm_tol: float, vgh=None) -> tuple:
     at_bound = bound_flags(s.names, at_lo, at_hi)
     snaps = bool(np.any(x_s != np.asarray(x, dtype=g.dtype)))
     return bool(conv) and np.isfinite(v), float(edm), at_bound, float(min_eig), v, g, H, snaps
-
-
-def kkt_report(s: Setup, x, edm_tol: float):
-    """KKT test at ``x`` (numpy in, Python out): (converged, edm, at_bound dict, min_eig, fval, g, H)."""
-    return end_point_report(s, x, edm_tol)[:7]
 
 
 def bound_flags(names, at_lo, at_hi) -> dict:

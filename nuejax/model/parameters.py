@@ -35,11 +35,13 @@ def _is_traced(v) -> bool:
 
 
 def _on_device(values: dict) -> dict:
-    """Host values (numpy) as device arrays, put there in one transfer. On a GPU, one eager
-    ``jnp.asarray`` per value was a small program launch each (about 0.2 ms on an H100 host):
-    the two parameter mappings a fit builds took 25 ms of a 0.3 s fit, 7 ms this way
-    (``benchmarks/fit_overhead_probe.py``, paper workload)."""
-    return jax.device_put(values)
+    """Host values (numpy) as device arrays, put there in one transfer, in the mapping's order
+    (``device_put`` returns a dict's keys sorted). On a GPU, one eager ``jnp.asarray`` per value
+    was a small program launch each (about 0.2 ms on an H100 host): the two parameter mappings a
+    fit builds took 25 ms of a 0.3 s fit, 7 ms this way (``benchmarks/fit_overhead_probe.py``,
+    paper workload)."""
+    out = jax.device_put(values)
+    return {k: out[k] for k in values}
 
 
 @dataclass(frozen=True)
@@ -157,8 +159,7 @@ class ParameterSet:
     def defaults(self, dtype=None) -> dict:
         """Default values as the parameter PyTree (dict of 0-d arrays)."""
         dt = np.dtype(dtype or jnp.result_type(float))
-        out = _on_device({p.name: np.asarray(p.value, dtype=dt) for p in self.parameters})
-        return {p.name: out[p.name] for p in self.parameters}  # device_put returns the keys sorted
+        return _on_device({p.name: np.asarray(p.value, dtype=dt) for p in self.parameters})
 
     def values(self, overrides: Mapping | None = None, **kw) -> dict:
         """Defaults with some values replaced: ``values({'eps_ee_L': 0.05})`` or ``values(eps_ee_L=0.05)``.
@@ -174,13 +175,11 @@ class ParameterSet:
             self[k]
             self.check_value(k, v)
             if isinstance(v, (jax.Array, jax.core.Tracer)):
-                arrays[k] = jnp.asarray(v, dtype=dt)
-                host.pop(k)
+                arrays[k] = jnp.asarray(v, dtype=dt)  # stays where it is (or traced)
             else:
                 host[k] = np.asarray(v, dtype=dt)
-        out = _on_device(host)
-        out.update(arrays)
-        return {p.name: out[p.name] for p in self.parameters}
+        dev = _on_device({k: h for k, h in host.items() if k not in arrays})
+        return {p.name: arrays[p.name] if p.name in arrays else dev[p.name] for p in self.parameters}
 
     def check_value(self, name: str, value, what: str = "value") -> None:
         """Raise :class:`~nuejax.errors.ParameterError` if ``value`` of ``name`` is not finite or
