@@ -53,7 +53,7 @@ def main(argv=None):
 
     warnings.simplefilter("ignore")
     model = workload.build(**(workload.QUICK_DIMS if a.quick else workload.PAPER_DIMS))
-    data = model.asimov(model.parameters.values(eps_ee_L=0.05, mu_nu=3.0))
+    data = model.asimov(model.parameters.values(workload.INJECTED))
     c = NLLCost(model, data)
     x0 = np.array([float(c.base[n]) for n in c.names])
     rng = np.random.default_rng(0)

@@ -91,9 +91,8 @@ def main(argv=None):
 
     warnings.simplefilter("ignore")  # Asimov data are not integer counts, by design
     model = workload.build(**(workload.QUICK_DIMS if a.quick else workload.PAPER_DIMS))
-    data = model.asimov(model.parameters.values(eps_ee_L=0.05, mu_nu=3.0))
-    start = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0,
-             "sin2_theta12": 0.30, "dm2_21": 7.3}
+    data = model.asimov(model.parameters.values(workload.INJECTED))
+    start = dict(workload.FIT_START)
     dev = jax.devices()[0]
     out = {"device": f"{dev.platform}: {getattr(dev, 'device_kind', '')}", "jax": jax.__version__,
            "date": time.strftime("%Y-%m-%d")}

@@ -46,10 +46,9 @@ def main(argv=None):
 
     warnings.simplefilter("ignore")  # Asimov data are not integer counts, by design
     model = workload.build(**workload.PAPER_DIMS)
-    truth = model.parameters.values(eps_ee_L=0.05, mu_nu=3.0)
+    truth = model.parameters.values(workload.INJECTED)
     data = model.asimov(truth)
-    start = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0,
-             "sin2_theta12": 0.30, "dm2_21": 7.3}
+    start = dict(workload.FIT_START)
     cases = [("general", model, start)] if "general" in a.paths else []
     if "fast" in a.paths:
         fast = fast_model(model)

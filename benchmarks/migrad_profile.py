@@ -39,10 +39,9 @@ def main(argv=None):
     warnings.simplefilter("ignore")  # Asimov data are not integer counts, by design
     t0 = time.perf_counter()
     model = workload.build(**workload.PAPER_DIMS)
-    data = model.asimov(model.parameters.values(eps_ee_L=0.05, mu_nu=3.0))
+    data = model.asimov(model.parameters.values(workload.INJECTED))
     build_s = time.perf_counter() - t0
-    start = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0,
-             "sin2_theta12": 0.30, "dm2_21": 7.3}
+    start = dict(workload.FIT_START)
     t0 = time.perf_counter()
     fit(model, data, start)
     first_s = time.perf_counter() - t0

@@ -121,7 +121,7 @@ def run(quick: bool, dtype_name: str, batch_sizes, n_calls: int, scan_points: in
     out["cpu_count_affinity"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     out["xla_flags"] = os.environ.get("XLA_FLAGS", "")
 
-    truth = model.parameters.values(eps_ee_L=0.05, mu_nu=3.0)
+    truth = model.parameters.values(workload.INJECTED)
     data = model.asimov(truth)
     ftruth = {k: v for k, v in truth.items() if k in fast.parameters}
 
@@ -176,8 +176,7 @@ def run(quick: bool, dtype_name: str, batch_sizes, n_calls: int, scan_points: in
     out["agreement_points"] = pts
 
     if do_fit:
-        start = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0,
-                 "sin2_theta12": 0.30, "dm2_21": 7.3}
+        start = dict(workload.FIT_START)
         fit(model, data, start)  # compile
         t0 = time.perf_counter()
         r = fit(model, data, start)

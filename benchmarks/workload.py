@@ -23,6 +23,10 @@ BACKGROUNDS = tuple(DEFAULT_BACKGROUND_RATES) + ("214Pb",)
 FREE = ("eps_ee_L", "eps_ee_R", "eps_tautau_L", "eps_tautau_R", "mu_nu", "sin2_theta12", "dm2_21")
 PAPER_DIMS = dict(n_T=2000, n_obs=1000, n_E=1000)
 QUICK_DIMS = dict(n_T=200, n_obs=200, n_E=200)
+#: The injected point of the benchmarks' Asimov data, and the displaced start of their fits.
+INJECTED = dict(eps_ee_L=0.05, mu_nu=3.0)
+FIT_START = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0,
+             "sin2_theta12": 0.30, "dm2_21": 7.3}
 
 
 def build(n_T: int, n_obs: int, n_E: int, dtype=None) -> SpectralModel:
