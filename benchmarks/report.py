@@ -1,25 +1,110 @@
-"""Write docs/benchmarks.md (and docs/figures/bench_batch.png, bench_threads.png) from benchmarks/results/*.json,
-followed by the analysis in benchmarks/NOTES.md.
+"""Write docs/benchmarks.md (and docs/figures/bench_batch.png, bench_threads.png) from the results that the
+session manifests in benchmarks/results/ list, followed by the analysis in benchmarks/NOTES.md.
 
-  python benchmarks/report.py
+  python benchmarks/report.py                       # every manifest under benchmarks/results/
+  python benchmarks/report.py --manifest A.json ... # only these manifests
+  python benchmarks/report.py --check               # check that every manifest's files exist, write nothing
+
+A manifest (``benchmarks/session.py`` writes one per machine session, ``DIR/manifest.json``) names its
+machine (``cpu2``, ``h100``, ...) and, per step (``paper``, ``profile``, ...), the result files, relative
+to the manifest's folder. The report reads ``benchmarks/results/manifest*.json`` and
+``benchmarks/results/*/manifest*.json``, leaves out manifests marked ``archived`` and steps that failed,
+and takes each (machine, step) from the most recent step that ran it (its ``date``; on a tie, the
+manifest read last). The CPU columns are machine ``cpu2``, the GPU columns machine ``h100``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RES = ROOT / "benchmarks" / "results"
+BENCH = ROOT / "benchmarks"
+RES = BENCH / "results"
 PAPER = {"A30X GPU": 52.4, "RTX 3080 Ti GPU": 86.8, "Xeon 8358P, 1 thread": 3058.0, "Xeon 8358P, 16 threads": 273.0,
          "Xeon 8358P, 64 threads": 132.0}
+CPU, GPU = "cpu2", "h100"  # the machines of the report's two columns
 
 
-def load(name):
-    p = RES / name
-    return json.loads(p.read_text()) if p.exists() else None
+def manifest_paths(include_archived: bool = False) -> list:
+    """The manifests under benchmarks/results/: ``manifest*.json`` there and ``manifest*.json`` one folder down."""
+    paths = sorted(RES.glob("manifest*.json")) + sorted(RES.glob("*/manifest*.json"))
+    return [p for p in paths if include_archived or not json.loads(p.read_text()).get("archived")]
+
+
+def read_manifest(path) -> dict:
+    m = json.loads(Path(path).read_text())
+    m["_path"] = Path(path).resolve()
+    return m
+
+
+class Results:
+    """The result files of the manifests, by (machine, step)."""
+
+    def __init__(self, manifests):
+        self.steps = {}
+        for m in manifests:
+            if m.get("archived"):
+                continue
+            for s in m["steps"]:
+                if s.get("returncode") not in (None, 0) or s.get("skipped") or not s.get("outputs"):
+                    continue
+                key = (s.get("machine") or m["machine"], s["name"])
+                date = s.get("date") or m.get("date") or ""
+                if key not in self.steps or date >= self.steps[key][0]:
+                    self.steps[key] = (date, m, s)
+
+    def files(self, machine: str, step: str) -> list:
+        if (machine, step) not in self.steps:
+            return []
+        _, m, s = self.steps[machine, step]
+        return [m["_path"].parent / f for f in s["outputs"]]
+
+    def load(self, machine: str, step: str):
+        """The step's (first) JSON result, or None."""
+        js = [f for f in self.files(machine, step) if f.suffix == ".json"]
+        return json.loads(js[0].read_text()) if js else None
+
+    def info_file(self, machine: str, step: str):
+        """The text file with the device, driver and JAX version of the session that ran the step."""
+        if (machine, step) not in self.steps:
+            return None
+        _, m, s = self.steps[machine, step]
+        name = s.get("info_file") or m.get("info_file")
+        return m["_path"].parent / name if name else None
+
+
+RESULTS = Results([])
+
+
+def load(machine: str, step: str):
+    return RESULTS.load(machine, step)
+
+
+def rel(path: Path) -> str:
+    """``path`` relative to benchmarks/ where it lies inside it."""
+    path = path.resolve()
+    return path.relative_to(BENCH).as_posix() if path.is_relative_to(BENCH) else str(path)
+
+
+def check(paths) -> int:
+    """Every manifest's result and info files exist; print one line per manifest."""
+    bad = 0
+    for p in paths:
+        m = read_manifest(p)
+        missing = []
+        for s in m["steps"]:
+            names = list(s.get("outputs", [])) + [x for x in (s.get("info_file"), s.get("log")) if x]
+            missing += [f"{s['name']}: {f}" for f in names if not (m["_path"].parent / f).exists()]
+        if m.get("info_file") and not (m["_path"].parent / m["info_file"]).exists():
+            missing.append(f"info_file: {m['info_file']}")
+        print(f"{rel(m['_path'])}: {len(m['steps'])} steps" + (f", missing {missing}" if missing else ", all files present"))
+        bad += bool(missing)
+    return 1 if bad else 0
 
 
 def agreement(a, b):
@@ -61,8 +146,8 @@ def migrad_split(prof) -> str:
 def missed_profiles(w, cpu, gpu, gname):
     """One line per target missed on either device: where its time goes, against its floor."""
     lines = []
-    for lab, r, tag, target in (("2-core CPU", cpu, "cpu2", 5.0), (gname, gpu, "h100", 0.2)):
-        m, prof, probe = r["migrad_general_25"], load(f"{tag}_migrad_profile.json"), load(f"{tag}_fit_overhead_probe.json")
+    for lab, r, machine, target in (("2-core CPU", cpu, CPU, 5.0), (gname, gpu, GPU, 0.2)):
+        m, prof, probe = r["migrad_general_25"], load(machine, "migrad"), load(machine, "fitoverhead")
         if m["s"] > target and prof:
             n = m["nfcn"] + m["ngrad"]
             floor = n * r["floors"]["dispatch"]["median_ms"] * 1e-3
@@ -84,7 +169,7 @@ def missed_profiles(w, cpu, gpu, gname):
             if v > target:
                 lines.append(f"- Value + gradient ({what}) on the {lab}: {fmt(v)} = {v / fl:.2f}× the fold floor; the "
                              f"stages in the next section (`profile_general.py`).")
-    cli = load("cpu2_cli_times.json")
+    cli = load(CPU, "cli")
     if cli and cli["demo_uncached_s"] > 30 and "demo_uncached_stages" in cli:
         st = cli["demo_uncached_stages"]
         lines.append(f"- `nuejax demo` on the 2-core CPU, first run ({cli['demo_uncached_s']:.1f} s): model build "
@@ -100,17 +185,27 @@ def missed_profiles(w, cpu, gpu, gname):
         w("\n".join(lines) + "\n")
 
 
-def main():
-    cpu, gpu = load("cpu2_paper_float64.json"), load("h100_paper_float64.json")
-    cpu32, gpu32 = load("cpu2_paper_float32.json"), load("h100_paper_float32.json")
+def main(argv=None):
+    global RESULTS
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--manifest", action="append", type=Path, help="read only these manifests (repeat the option)")
+    ap.add_argument("--check", action="store_true", help="check that the manifests' files exist; write nothing")
+    a = ap.parse_args(argv)
+    if a.check:
+        return check(a.manifest or manifest_paths(include_archived=True))
+    RESULTS = Results([read_manifest(p) for p in (a.manifest or manifest_paths())])
+    cpu, gpu = load(CPU, "paper"), load(GPU, "paper")
+    cpu32, gpu32 = load(CPU, "float32"), load(GPU, "float32")
     threads = sorted((int(p.stem.split("threads")[1].split("_")[0]), json.loads(p.read_text()))
-                     for p in RES.glob("cpu_threads*_float64.json"))
+                     for p in RESULTS.files(CPU, "threads") if p.suffix == ".json")
     gname = f"{gpu['device'].split(':')[-1]}"
+    gpu_info = RESULTS.info_file(GPU, "paper")
     L = []
     w = L.append
     w("# Benchmarks\n")
-    w("Generated by `python benchmarks/report.py` from the JSON files in `benchmarks/results/`, which")
-    w("the committed scripts wrote (commands at the end). Workload: the")
+    w("Generated by `python benchmarks/report.py` from the result files that the session manifests in")
+    w("`benchmarks/results/` list (`benchmarks/session.py` runs a machine's steps and writes one;")
+    w("commands at the end). Workload: the")
     w('"paper" configuration of MISSION.md §4, built by `benchmarks/workload.py`:\n')
     d = cpu["dims"]
     w(f"- {d['n_sig']} reweighted signal spectra ({d['n_lines']} of them lines), each with its own response matrix of "
@@ -123,7 +218,8 @@ def main():
     w("- float64 unless stated; median over ≥ 50 calls after warm-up (batched: ≥ 10), 16th–84th percentile in brackets; "
       "compile time apart.\n")
     w(f"Devices: CPU = the 2-core machine of this workplace (JAX {cpu['jax_version']}, {cpu['date']}); "
-      f"GPU = {gname} (JAX {gpu['jax_version']}, {gpu['date']}; driver and memory in `results/h100_info.txt`).\n")
+      f"GPU = {gname} (JAX {gpu['jax_version']}, {gpu['date']}"
+      + (f"; driver and memory in `{rel(gpu_info)}`" if gpu_info else "") + ").\n")
     w("One *call* is, as in the paper, one physics update + reweighting/fold + likelihood: the general path "
       "(`SpectralModel`, oscillation parameters free). The *fast path* (`FastModel`) holds oscillations and "
       "response fixed and combines 17 folded basis templates per spectrum.\n")
@@ -192,7 +288,7 @@ def main():
     sc, scg = cpu["scan_fast"], gpu["scan_fast"]
     row(f"1-D profile scan, {sc['points']} points, {sc['n_profiled']} nuisances profiled (fast path) [s]", 5, sc["s"],
         0.5, scg["s"])
-    bc, bg = load("cpu2_build_time.json"), load("h100_build_time.json")
+    bc, bg = load(CPU, "build"), load(GPU, "build")
     if bc and bg:
         cc = bc["median"]["cached"]
         w(f"| building the default model from the on-disk cache [s] | ≤ 5 → {cc['build_s']:.3g} "
@@ -202,13 +298,13 @@ def main():
         w(f"| building the default model uncached [s] | ≤ 20 → {uc['build_s']:.3g} {ok(uc['build_s'], 20, True)}; "
           f"first call {uc['first_nll_s']:.2f} s | no target: {bg['median']['uncached']['build_s']:.3g}; first call "
           f"{bg['median']['uncached']['first_nll_s']:.2f} s |")
-    cli = load("cpu2_cli_times.json")
+    cli = load(CPU, "cli")
     if cli:
         w(f"| `nuejax demo` [s] | ≤ 30 → {cli['demo_uncached_s']:.1f} uncached "
           f"{'✓' if cli['demo_uncached_s'] <= 30 else '✗'}, {cli['demo_cached_s']:.1f} cached ✓ "
           f"({cli['demo_cached_with_plots_s']:.1f} with the figures) | – |")
         w(f"| `nuejax rates` [s] | < 3 → {max(cli['rates_s']):.2f} {'✓' if max(cli['rates_s']) < 3 else '✗'} | – |")
-    flo = [(lab, load(f)) for lab, f in (("CPU", "floating_response_cpu.json"), (gname, "floating_response_h100.json"))]
+    flo = [(lab, load(machine, "floating")) for lab, machine in (("CPU", CPU), (gname, GPU))]
     if all(d for _, d in flo):
         cells, stage = [], []
         for lab, d in flo:
@@ -250,13 +346,12 @@ def main():
     w(f"Compile times [s] (CPU / {gname}): " + ", ".join(
         f"{k} {cpu['compile_s'][k]:.2f} / {gpu['compile_s'][k]:.2f}" for k in cpu["compile_s"]) +
       f"; model build {cpu['build_s']:.0f} s / {gpu['build_s']:.0f} s.\n")
-    w("## Where the time goes (general path, `benchmarks/profile_general.py`)\n")
-    profiles = [(lab, load(f)) for lab, f in (("2-core CPU", "cpu2_profile_general.json"),
-                                              (gname, "h100_profile_general.json"))
-                if load(f)]
+    w("## Where the time goes (general path, `benchmarks/timings/profile_general.py`)\n")
+    profiles = [(lab, load(machine, "profile")) for lab, machine in (("2-core CPU", CPU), (gname, GPU))
+                if load(machine, "profile")]
     stage_table(w, profiles)
     if threads:
-        w("## CPU thread scaling (`benchmarks/threads.py`)\n")
+        w("## CPU thread scaling (`benchmarks/timings/threads.py`)\n")
         w("Each count pinned with `taskset -c 0-(t-1)`; XLA flags as recorded in the JSON "
           f"(`{threads[0][1]['xla_flags']}` for 1 thread, `intra_op_parallelism_threads=t` and "
           "`--xla_cpu_multi_thread_eigen=true` above).\n")
@@ -327,4 +422,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

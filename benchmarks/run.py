@@ -29,31 +29,8 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-
-def _stats(fn, *args, n=50):
-    import jax
-
-    jax.block_until_ready(fn(*args))
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        ts.append(time.perf_counter() - t0)
-    import numpy as np
-
-    ts = np.asarray(ts) * 1e3
-    return {"median_ms": float(np.median(ts)), "p16_ms": float(np.percentile(ts, 16)),
-            "p84_ms": float(np.percentile(ts, 84)), "n": n}
-
-
-def _compile_time(fn, *args):
-    import jax
-
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    return time.perf_counter() - t0
+from common import call_stats as _stats  # noqa: E402  (puts the repository root on sys.path too)
+from common import compile_time as _compile_time  # noqa: E402
 
 
 def floors(model, n_calls: int) -> dict:

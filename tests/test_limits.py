@@ -281,7 +281,7 @@ def test_resume_after_kill_gives_the_uninterrupted_result(reference_run, tmp_pat
 
 
 def test_poisson_draw_is_poisson_at_large_means():
-    """jax.random.poisson's variance is off at large means (benchmarks/poisson_sampler.py); the
+    """jax.random.poisson's variance is off at large means (benchmarks/accuracy/poisson_sampler.py); the
     split draws are not: variance/mean within 4 standard errors of 1, mean within 4 too."""
     from nuejax.model.likelihood import POISSON_PART_MAX, poisson_draw, poisson_parts
 

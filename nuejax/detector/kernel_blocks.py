@@ -13,7 +13,7 @@ sum with the exact zeros left out (only the order of the additions changes).
 On two CPU cores that fold takes 2.8-3.6 ms against 7.6-8.0 ms for one dense matrix-vector
 product (value + gradient 6.2-7.6 against 11.7-13.4 ms), and the whole -2 ln L 6.7-8.6 ms
 against 10.7-12.2 ms (value + gradient 12.8-15.5 against 20.3-28.6 ms): two runs of
-``benchmarks/kernel_blocks_ab.py`` on 2026-11-25, the second in ``results/cpu2_kernel_blocks_ab.json``.
+``benchmarks/probes/kernel_blocks_ab.py`` on 2026-11-25, the second in ``results/cpu2_kernel_blocks_ab.json``.
 On an H100 the blocks were slower (value + gradient 0.93-1.33 against 0.52-0.68 ms,
 ``results/h100_kernel_blocks_ab.json``: one dense product is one kernel launch where the blocks
 are 63, and that call is bound by launches), so models whose kernels live on a GPU keep the dense
@@ -34,7 +34,7 @@ __all__ = ["KernelBlocks", "MIN_ENTRIES", "ROWS", "use_blocks"]
 #: Recoil bins per block. On 2 CPU cores, paper workload, 128 to 2000 gave -2 ln L value +
 #: gradients within the machine's noise of each other (12.8-15.7 ms, against 20.3-28.6 ms dense)
 #: and the fold alone was fastest with 128-256 (2.7-3.6 ms; 512-2000: 3.4-4.4 ms;
-#: benchmarks/kernel_blocks_ab.py); 256 makes half as many blocks as 128.
+#: benchmarks/probes/kernel_blocks_ab.py); 256 makes half as many blocks as 128.
 ROWS = 256
 
 #: Kernels with fewer entries than this fold densely on the CPU too: there the blocks measured

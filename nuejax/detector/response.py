@@ -189,7 +189,7 @@ def gaussian_bin_probabilities(mean, variance, edges):
 #: function is traced; other backends: "scan". On an H100 the default while loop ("scan") cost a
 #: launch per step: value + gradient of the default floating model 1.06 ms with it, 0.56 ms with
 #: the unrolled search (the fixed call 0.49 ms); on 2 CPU cores the unrolled search, fused into
-#: each consumer of the index, was slower (17 -> 31 ms). ``benchmarks/grid_fold_probe.py``.
+#: each consumer of the index, was slower (17 -> 31 ms). ``benchmarks/probes/grid_fold_probe.py``.
 SEARCH_METHODS = {"cpu": "scan", "gpu": "scan_unrolled", "cuda": "scan_unrolled", "rocm": "scan_unrolled"}
 
 
@@ -222,7 +222,7 @@ def _tail_sums_jvp(primals, tangents):
     # exp per pair, shared by the tangents of the means and of the widths (autodiff of the
     # where/abs above would differentiate both branches). The tangent is one fused sum rather
     # than three matrix-vector products: its transpose then reads the pairs once (value +
-    # gradient 57 -> 52 ms on 2 CPU cores, 0.90 -> 0.77 ms on an H100; gaussian_fold_ab.py).
+    # gradient 57 -> 52 ms on 2 CPU cores, 0.90 -> 0.77 ms on an H100; benchmarks/probes/gaussian_fold_ab.py).
     w, mu, s, edges = primals
     dw, dmu, ds, _ = tangents
     z, t = _signed_tails(mu, s, edges)

@@ -48,7 +48,7 @@ def host_output_sharding(device):
 
     A minimiser reads every result on the host before its next call. On an H100 copying a
     scalar result there after the call took 0.48 ms against 0.34 ms for the same call writing
-    it to pinned host memory itself (``benchmarks/cost_call_probe.py``)."""
+    it to pinned host memory itself (``benchmarks/probes/cost_call_probe.py``)."""
     if device.platform == "cpu":
         return None
     try:
@@ -72,7 +72,7 @@ def _pack(base: dict):
     dtype, else ``(base, None)``.
 
     Each argument array of a compiled call costs host time: on an H100 a mapping of 29 scalars
-    added about 0.3 ms to a 0.46 ms value + gradient (benchmarks/dispatch_probe.py)."""
+    added about 0.3 ms to a 0.46 ms value + gradient (benchmarks/probes/dispatch_probe.py)."""
     values = [jnp.asarray(v) for v in base.values()]
     if not values or any(v.ndim for v in values) or len({v.dtype for v in values}) != 1:
         return base, None
@@ -141,7 +141,7 @@ class NLLCost:
         x = self._vector(x)
         if self._cache_x is None or not np.array_equal(x, self._cache_x):
             # the numpy vector goes to the compiled call as it is: on an H100 jnp.asarray first
-            # added 0.28 ms per call (benchmarks/cost_call_probe.py)
+            # added 0.28 ms per call (benchmarks/probes/cost_call_probe.py)
             v, g = jax.device_get(self._vg_host(x, self.model, self._packed, self.data))
             self._cache_x, self._cache = x.copy(), (float(v), np.asarray(g))
         return self._cache

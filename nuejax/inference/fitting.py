@@ -35,7 +35,7 @@ EDM_TOL = 1e-8
 #: CPU_CHUNK, and at most CPU_HESSIAN_ENTRIES / n_par² rows (batched Hessians of at most 25 000
 #: numbers). On large launches XLA:CPU's multi-threaded runtime can hang: every worker idle, the
 #: result never ready (1000 toys with 14 parameters in one launch; 500 finished). The stand-alone
-#: benchmarks/xla_cpu_hang_repro.py (batched eigh and Cholesky in one loop) hangs from about
+#: benchmarks/repro/xla_cpu_hang_repro.py (batched eigh and Cholesky in one loop) hangs from about
 #: 40 000 entries (220 x 14², 60 x 25²) and finished at 39 000 and 25 000; the limits keep below
 #: both. A heuristic from these measurements, not a bound: docs/inference.md, "Known issue".
 CPU_CHUNK = 128
@@ -285,7 +285,7 @@ def end_point_report(s: Setup, x, edm_tol: float, vgh=None) -> tuple:
     One compiled value, gradient and Hessian on the model's device; the test itself runs on the
     host's copies (CPU backend): on an H100 the solver's launch at a converged point, whose
     eigen-decompositions run on the GPU, took 6.4-8.2 ms against 3.8-4.9 ms for this report with
-    its own value, gradient and Hessian (``benchmarks/fit_overhead_probe.py``, paper workload).
+    its own value, gradient and Hessian (``benchmarks/probes/fit_overhead_probe.py``, paper workload).
     ``vgh``: the value, gradient and Hessian at ``x`` where the caller has them already."""
     v, g, H = value_grad_hess(s, x) if vgh is None else vgh
     dev = _host_device()

@@ -63,7 +63,7 @@ interpolates them at the nodes (quintic Hermite), so a call costs ~360 × (n_obs
 integrals whatever the number of signals and nodes. It differs from the exact fold by < 4 × 10⁻⁸
 relative on the expected spectra (tests: 1e-7 asked), −2 ln L by < 10⁻⁶ (the derivation of the
 bound is in :mod:`~nuejax.detector.mean_grid`), and is smooth in all response parameters.
-``benchmarks/floating_response.py`` measures both against the fixed-response model.
+``benchmarks/timings/floating_response.py`` measures both against the fixed-response model.
 
 A :class:`FloatingResponseModel` is a PyTree with the :class:`~nuejax.model.spectral_model.ModelMethods`
 front door, so ``.expected``, ``.nll``, ``.parameters``, ``jax.grad`` and the fits of

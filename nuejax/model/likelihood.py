@@ -24,7 +24,7 @@ __all__ = ["poisson_nll", "check_expected", "check_counts", "poisson_draw", "poi
 #: Largest mean :func:`jax.random.poisson` is asked to draw from. Its draws are wrong for large
 #: means (JAX 0.10.2, 4e5 draws per mean: variance/mean 1.013 at 1.4e5, 0.945 at 6.5e5, 0.907 at
 #: 3e6, 6-42 standard errors from 1; within 1.6 standard errors at every tested mean up to 1.04e5:
-#: ``benchmarks/poisson_sampler.py``); :func:`poisson_draw` splits larger means into parts.
+#: ``benchmarks/accuracy/poisson_sampler.py``); :func:`poisson_draw` splits larger means into parts.
 POISSON_PART_MAX = 1.0e4
 
 

@@ -38,7 +38,7 @@ def _on_device(values: dict) -> dict:
     """Host values (numpy) as device arrays, put there in one transfer, in the mapping's order
     (``device_put`` returns a dict's keys sorted). On a GPU, one eager ``jnp.asarray`` per value
     was a small program launch each (about 0.2 ms on an H100 host): the two parameter mappings a
-    fit builds took 25 ms of a 0.3 s fit, 7 ms this way (``benchmarks/fit_overhead_probe.py``,
+    fit builds took 25 ms of a 0.3 s fit, 7 ms this way (``benchmarks/probes/fit_overhead_probe.py``,
     paper workload)."""
     out = jax.device_put(values)
     return {k: out[k] for k in values}

@@ -1,0 +1,124 @@
+"""Toy-fit throughput of the Neyman constructions, and belt wall times, on every visible device.
+
+    python benchmarks/timings/toy_throughput.py [--n-T 300] [--rows N] [--belt1 50x1000] [--belt2 20x20x500]
+                                        [--devices K] [--json FILE]
+
+Model: the default Borexino-like model's fast path with mu_nu released (the μ_ν construction of
+``nuejax limits``: 14 fitted parameters). One *row* is one toy drawn on the device and fitted
+twice (globally and with μ_ν fixed), so toy fits/s = 2 × rows/s. Timed after a warm-up launch of
+the same shapes (compilation reported separately), inputs sharded over the first ``--devices``
+devices (default: all). Belts: ``feldman_cousins`` end to end (fits to the data, toys, critical
+values) on an N-point μ_ν grid with M toys per point (1-D) and an Nx × Ny (ε^L_ee, ε^R_ee) grid (2-D).
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common, workload, run
+import common  # noqa: E402  (puts the repository root on sys.path too)
+
+import nuejax  # noqa: E402
+
+nuejax.enable_x64()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def main():
+    ap = common.parser(__doc__)
+    ap.add_argument("--n-T", type=int, default=300)
+    ap.add_argument("--rows", type=int, default=None, help="rows per timed launch (default: 2048 CPU, 65536 GPU)")
+    ap.add_argument("--belt1", default=None, help="1-D belt NxM (default: 20x200 CPU, 50x10000 GPU)")
+    ap.add_argument("--belt2", default=None, help="2-D belt NxNyxM (default: 5x5x100 CPU, 20x20x1000 GPU)")
+    ap.add_argument("--devices", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from nuejax.inference import feldman_cousins
+    from nuejax.inference.fitting import launch_size
+    from nuejax.inference.neyman import _observed, _problem
+    from nuejax.inference.toys import aux_measurements, draw_parts, toy_fits
+    from nuejax.model import borexino_like_model
+    from nuejax.model.fast import fast_model
+
+    cpu = jax.default_backend() == "cpu"
+    devs = jax.devices()[: a.devices] if a.devices else jax.devices()
+    rows = a.rows or (2048 if cpu else 65536)
+    rows -= rows % len(devs)
+    t0 = time.perf_counter()
+    base = fast_model(borexino_like_model(n_T=a.n_T))
+    m = base.with_parameters(base.parameters.release("mu_nu"))
+    build = time.perf_counter() - t0
+    data = np.asarray(m.expected(m.defaults()))
+    pr = _problem(m, data, "mu_nu", None, None)
+    names = pr.poi + pr.nuis
+    st = _observed(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
+    aux = aux_measurements(m, names)
+    parts = draw_parts(m, pr.base, names, st["gen_x"])
+    key = jax.random.PRNGKey(0)
+    mesh = Mesh(np.asarray(devs), ("rows",))
+    shard = NamedSharding(mesh, PartitionSpec("rows"))
+    per = launch_size(1 << 30, None, len(names)) * len(devs) if cpu else rows
+    per = min(per, rows)
+
+    def launch(offset):
+        g = np.arange(per) % 2
+        gen = jax.device_put(jnp.asarray(st["gen_x"][g]), shard)
+        test = jax.device_put(jnp.asarray(st["points"][g]), shard)
+        idx = jax.device_put(jnp.arange(offset, offset + per, dtype=jnp.uint32), shard)
+        out = toy_fits(m, pr.base, aux, key, gen, test, idx, names=names, poi=pr.poi, lower=pr.lower,
+                       upper=pr.upper, parts=parts)
+        return jax.block_until_ready(out)
+
+    t = time.perf_counter()
+    first = launch(0)
+    compile_s = time.perf_counter() - t
+    times = []
+    n_launch = -(-rows // per)
+    rows = n_launch * per  # every launch has the compiled shape
+    for r in range(a.repeat):
+        t = time.perf_counter()
+        for k in range(n_launch):
+            out = launch(10_000_000 * (r + 1) + k * per)
+        times.append(time.perf_counter() - t)
+    best = min(times)
+    conv = float(np.mean(np.asarray(out["conv_global"]) & np.asarray(out["conv_cond"])))
+    res = {"device": str(devs[0].device_kind if hasattr(devs[0], "device_kind") else devs[0].platform),
+           "platform": devs[0].platform, "n_devices": len(devs), "jax": jax.__version__, "n_fitted": len(names),
+           "n_obs": m.n_obs, "build_s": build, "compile_s": compile_s, "rows": rows, "rows_per_launch": per,
+           "seconds": best, "toys_per_s": rows / best, "toy_fits_per_s": 2 * rows / best, "converged_fraction": conv,
+           "date": time.strftime("%Y-%m-%d")}
+    print(json.dumps(res, indent=1), flush=True)
+    del first
+
+    def parse(text, default):
+        return [int(v) for v in (text or default).split("x")]
+
+    g1, n1 = parse(a.belt1, "20x200" if cpu else "50x10000")
+    t = time.perf_counter()
+    fc = feldman_cousins(m, data, "mu_nu", np.linspace(0.0, 4.0, g1), n1, key=1,
+                         chunk=None if cpu else max(per, 1))
+    res["belt1"] = {"grid": g1, "toys": n1, "fits": 2 * g1 * n1, "seconds": time.perf_counter() - t,
+                    "interval": list(fc.interval), "valid_fraction": float(np.sum(fc.n_valid) / (g1 * n1))}
+    print(json.dumps(res["belt1"]), flush=True)
+    gx, gy, n2 = parse(a.belt2, "5x5x100" if cpu else "20x20x1000")
+    m2 = base.with_parameters(base.parameters.release("eps_ee_L", "eps_ee_R"))
+    t = time.perf_counter()
+    fc2 = feldman_cousins(m2, data, ("eps_ee_L", "eps_ee_R"), (np.linspace(-0.1, 0.1, gx), np.linspace(-0.3, 0.3, gy)),
+                          n2, key=2, chunk=None if cpu else max(per, 1))
+    res["belt2"] = {"grid": [gx, gy], "toys": n2, "fits": 2 * gx * gy * n2, "seconds": time.perf_counter() - t,
+                    "accepted": int(np.sum(fc2.accepted)), "valid_fraction": float(np.sum(fc2.n_valid) / (gx * gy * n2))}
+    print(json.dumps(res["belt2"]), flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
