@@ -221,8 +221,9 @@ def main(argv=None):
       f"GPU = {gname} (JAX {gpu['jax_version']}, {gpu['date']}"
       + (f"; driver and memory in `{rel(gpu_info)}`" if gpu_info else "") + ").\n")
     w("One *call* is, as in the paper, one physics update + reweighting/fold + likelihood: the general path "
-      "(`SpectralModel`, oscillation parameters free). The *fast path* (`FastModel`) holds oscillations and "
-      "response fixed and combines 17 folded basis templates per spectrum.\n")
+      "(`borexino_like_model`-style model, oscillation parameters free). The *fast path* (`fast_model`: the "
+      "oscillation parameters fixed and baked in, the response fixed) combines 17 folded basis templates per "
+      "spectrum.\n")
     w("## Against the paper\n")
     w("| device / configuration | one likelihood call | ratio to this row's paper counterpart |")
     w("|---|---|---|")

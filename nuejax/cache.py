@@ -526,7 +526,7 @@ def prune_cache() -> tuple:
     return n, freed
 
 
-def _describe_bytes(n: int) -> str:
+def describe_bytes(n: int) -> str:
     """``n`` bytes in B, kB, MB, GB or TB (powers of 1000)."""
     if n < 1000:
         return f"{n} B"

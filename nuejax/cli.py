@@ -17,6 +17,8 @@ import time
 from . import __version__
 from .precision import enable_x64
 
+__all__ = ["DEFAULT_OUT", "build_parser", "main"]
+
 #: Default output folder of every command that writes files (relative to the current folder).
 DEFAULT_OUT = "nuejax_output"
 #: The closure test's fine grid has this many panels; each recoil binning must divide it.
@@ -127,7 +129,7 @@ def _is_general(args) -> bool:
 
 
 def _general_physics_from_args(args):
-    from .model.flavour import general_physics_from_params
+    from .model.physics_params import general_physics_from_params
 
     keys = ("eps_ee_L", "eps_mumu_L", "eps_tautau_L", "eps_ee_R", "eps_mumu_R", "eps_tautau_R", "mu_nu",
             "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass") + _GENERAL_OPTIONS
@@ -310,7 +312,7 @@ def _cmd_limits(args) -> int:
 
 
 def _cmd_cache(args) -> int:
-    from .cache import _describe_bytes, cache_info, clear_cache
+    from .cache import describe_bytes, cache_info, clear_cache
     from .errors import InputError
 
     if args.stale and not args.clear:
@@ -331,13 +333,13 @@ def _cmd_cache(args) -> int:
         return 0
     if removed is not None:
         what = "stale entries" if args.stale else "entries"
-        print(f"removed {removed[0]} {what} ({_describe_bytes(removed[1])}) from {info['path']}")
+        print(f"removed {removed[0]} {what} ({describe_bytes(removed[1])}) from {info['path']}")
     print(f"nuejax tensor cache: {info['path']} ({'enabled' if info['enabled'] else 'disabled by NUEJAX_CACHE'})")
-    print(f"  {info['entries']} entries, {_describe_bytes(info['bytes'])}; of this code and environment: "
-          f"{info['current_entries']} ({_describe_bytes(info['current_bytes'])}); "
+    print(f"  {info['entries']} entries, {describe_bytes(info['bytes'])}; of this code and environment: "
+          f"{info['current_entries']} ({describe_bytes(info['current_bytes'])}); "
           f"stale: {info['entries'] - info['current_entries']}")
     for kind, (n, b) in sorted(info["by_kind"].items()):
-        print(f"  {kind:>10}: {n} entries, {_describe_bytes(b)}")
+        print(f"  {kind:>10}: {n} entries, {describe_bytes(b)}")
     if info["temporary_files"]:
         print(f"  {info['temporary_files']} temporary files of writers (running, or killed)")
     return 0

@@ -8,6 +8,10 @@ Phys. Rev. D 51, 6146 (1995) and MISSION.md section 2.
 
 import math
 
+__all__ = ["ALPHA", "BKS_RHO", "BKS_SW2_MZ", "FLAVOURS", "G_F", "HBARC2_MEV2_CM2", "HBARC_MEV_CM", "M_E", "N_A",
+           "N_E_PER_100T", "PI_RE2_CM2", "SECONDS_PER_DAY", "SIGMA0_PER_MEV", "SW2_LOW_ENERGY",
+           "V_CC_EV_PER_MOL_CM3"]
+
 G_F = 1.1663788e-11  # Fermi constant [MeV^-2]  (1.1663788e-5 GeV^-2)
 M_E = 0.51099895  # electron mass [MeV]
 ALPHA = 1.0 / 137.035999084  # fine-structure constant

@@ -28,6 +28,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+__all__ = ["INJECTED", "SCANS", "START", "device_description", "run_demo"]
+
 #: Injected point; mu_nu in units of 1e-11 mu_B (3.0 = 3e-11 mu_B).
 INJECTED = {"eps_ee_L": 0.05, "mu_nu": 3.0}
 START = {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be": 1.05, "rate_210Bi": 15.0, "rate_85Kr": 8.0}
@@ -93,7 +95,7 @@ def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, pro
 
 def _run_demo(outdir, n_T, plots, progress) -> dict:
     from .inference import fit, profile_scan
-    from .model.fast import fast_components, fast_model
+    from .model import components, fast_model
 
     t_start = time.perf_counter()
     say = progress or (lambda *_: None)
@@ -170,19 +172,19 @@ def _run_demo(outdir, n_T, plots, progress) -> dict:
     }
     if plots:
         try:
-            from .plotting import parameter_label, parameter_symbol, plot_spectrum, require_matplotlib
+            from .plotting import parameter_label, parameter_symbol, plot_scan, plot_spectrum, require_matplotlib
 
             plt = require_matplotlib()
         except ImportError as err:
             say(f"      no plots: {err}")
             plots = False
     if plots:
-        comps = fast_components(fast, result.params)
+        comps = components(fast, {k: jax.numpy.asarray(v) for k, v in result.params.items() if k in fast.parameters})
         plot_spectrum(np.asarray(model.obs_edges), comps, np.asarray(data),
                       title="Asimov data and best fit, by component", path=outdir / "spectrum.png")
         for name, s in scans.items():
             fig, ax = plt.subplots(figsize=(6.4, 4.4))
-            s.plot(ax, injected=INJECTED[name])
+            plot_scan(s, ax, injected=INJECTED[name])
             ax.set_xlabel(parameter_label(name, s.unit))
             ax.set_title(f"Profile likelihood of {parameter_symbol(name)}, Asimov data")
             fig.tight_layout()

@@ -192,7 +192,7 @@ def plot_scan(scan, ax=None, *, injected=None, cl: float = 0.9, label=None, one_
     The x axis carries the physics label and unit (:func:`parameter_label`). Returns the axes;
     with ``path`` the figure is saved there (and closed if this function created it).
     """
-    from .inference.results import one_sided_threshold, two_sided_threshold
+    from .inference.intervals import one_sided_threshold, two_sided_threshold
 
     lower = (getattr(scan, "bounds", None) or (None, None))[0]
     if one_sided is None:
@@ -219,7 +219,7 @@ def plot_scan(scan, ax=None, *, injected=None, cl: float = 0.9, label=None, one_
 def plot_scan_2d(scan, ax=None, *, cl: float = 0.9, injected=None, path=None):
     r"""The :math:`\chi^2_2` (``cl``; 4.605 at 90 %) contour of a 2-D profile scan, physics labels
     on both axes, the injected point as a star. Returns the axes (``path`` as in :func:`plot_scan`)."""
-    from .inference.results import two_sided_threshold
+    from .inference.intervals import two_sided_threshold
 
     level = two_sided_threshold(cl, 2)
     ax, created = _axes(ax, (6.4, 4.8))
@@ -286,7 +286,7 @@ def plot_feldman_cousins(result, ax=None, *, path=None):
     their statistical uncertainty) against θ, the accepted interval shaded, the Wilks line
     (:math:`\chi^2_1` at the CL) for comparison. 2-D: the accepted grid points and the
     :math:`t_{\rm obs} = t_c` contour. Returns the axes (``path`` as in :func:`plot_scan`)."""
-    from .inference.results import two_sided_threshold
+    from .inference.intervals import two_sided_threshold
 
     ax, created = _axes(ax, (6.4, 4.4))
     if len(result.poi) == 1:

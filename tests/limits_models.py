@@ -5,13 +5,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nuejax.model.likelihood import poisson_nll
+from nuejax.model import AbstractModel
 from nuejax.model.parameters import Parameter, ParameterSet
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
-class CountingModel:
+class CountingModel(AbstractModel):
     """mu_j = norm_b * b_j + s_j * signal(poi): ``power`` 1 (a signal strength) or 2 (a rate that
     grows like mu_nu^2); ``norm_b`` free with a Gaussian constraint of ``sigma_b`` (its auxiliary
     measurement), or fixed when ``sigma_b`` is 0."""
@@ -20,6 +20,7 @@ class CountingModel:
     s: jax.Array
     parameters: ParameterSet = field(metadata=dict(static=True))
     power: int = field(metadata=dict(static=True), default=1)
+    constraints: tuple = ()
 
     @classmethod
     def create(cls, b, s, *, poi="mu", power=1, sigma_b=0.0, poi_range=(0.0, 100.0)):
@@ -35,9 +36,6 @@ class CountingModel:
     def expected(self, p):
         poi = p[self.parameters.names[0]]
         return p["norm_b"] * self.b + self.s * poi ** self.power
-
-    def nll(self, p, data):
-        return poisson_nll(self.expected(p), data) + self.parameters.pulls(p)
 
 
 def gaussian_model(sigma_counts=1e3, background=1e6):

@@ -16,8 +16,8 @@ from nuejax.analyses.borexino import (BACKGROUNDS, SOLAR, Phase3Choices, borexin
                                       ssm_constrained)
 from nuejax.detector.calibration import CalibrationTarget, KeVResponse, calibrate_response, group_prediction
 from nuejax.io.borexino import packaged_borexino_shape
-from nuejax.model.fast import fast_model
-from nuejax.model.template_model import _input_spectrum
+from nuejax.detector.transforms import ResponseTransform
+from nuejax.model import AddTemplates, Exposure, fast_model
 
 #: a response near the calibrated one (the model's closure holds for any response)
 RESPONSE = KeVResponse(1075.0, 0.0026, 2.28, 0.042)
@@ -29,7 +29,18 @@ def models():
     cal = SimpleNamespace(response=RESPONSE)
     choices = Phase3Choices(n_T=N_T)
     general, data, _ = borexino_phase3_model(choices, calibration=cal, fast=False)
-    return general.with_physics(fast_model(general.physics)), general, data
+    return fast_model(general), general, data
+
+
+def _input_spectrum(m, p, only):
+    """One rate parameter's component on the input (MC keV) axis: the stages before the transform."""
+    q = {**p, **{n: 0.0 * p[n] for n in m.component_names if n != only}}
+    x = None
+    for stage in m.stages:
+        if isinstance(stage, ResponseTransform):
+            return x
+        x = stage(q, x)
+    raise AssertionError("no transform stage")
 
 
 def packaged_text():
@@ -70,10 +81,12 @@ def test_new_physics_adds_the_folded_difference(models):
 
 def test_templates_follow_their_declared_normalisation(models):
     fast, _, _ = models
-    for k, n in enumerate(fast.template_names):
+    templates = [s for s in fast.stages if isinstance(s, AddTemplates)][-1]
+    assert templates.names == tuple(BACKGROUNDS)
+    for k, n in enumerate(templates.names):
         stem, drawn = BACKGROUNDS[n]
         sh = packaged_borexino_shape(stem)
-        t = np.asarray(fast.templates[k])
+        t = np.asarray(templates.templates[k])
         if drawn is None:  # integral convention: the template sums to one
             assert t.sum() == pytest.approx(1.0, rel=1e-12)
         else:
@@ -102,7 +115,7 @@ def test_data_selection_and_exposure(models):
     raw = [line.split() for line in packaged_text().splitlines()[2:]]
     hi_edges = np.array([float(r[2]) + 0.5 * float(r[3]) for r in raw])
     assert data.edges[-1] <= 2610.79 and data.n_bins == int(np.sum(hi_edges <= 2610.79)) // 4
-    assert fast.exposure == pytest.approx(1431.6 * 0.713 * 0.6397)
+    assert fast.stage(Exposure).exposure == pytest.approx(1431.6 * 0.713 * 0.6397)
 
 
 @pytest.mark.slow

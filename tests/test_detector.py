@@ -12,6 +12,8 @@ from nuejax.detector.backgrounds import BACKGROUNDS, background_template
 from nuejax.detector.montecarlo import expected_histogram, joint_response, toy_mc_histogram
 from nuejax.detector.response import gaussian_bin_probabilities, gaussian_fold, mean_photoelectrons, unit_bin_edges
 from nuejax.physics import NewPhysics, build_source, uniform_recoil_edges
+from nuejax.errors import InputError
+from nuejax.io.borexino import packaged_borexino_shape
 
 TABLE = quenching_table()
 P0 = ResponseParams()
@@ -166,7 +168,9 @@ def test_importance_sampling_with_flatter_spectrum_is_unbiased_and_raises_neff_i
 @pytest.mark.parametrize("name", list(BACKGROUNDS))
 def test_background_templates_are_normalised_per_decay(name):
     wide = jnp.asarray(np.arange(-200, 4001) - 0.5)
-    t = background_template(name, wide, P0, TABLE)
+    kind, args = BACKGROUNDS[name]
+    shape = packaged_borexino_shape(args[0]) if kind == "file" else None
+    t = background_template(name, wide, P0, TABLE, shape=shape)
     assert np.all(t >= 0)
     assert t.sum() == pytest.approx(1.0, abs=2e-3 if name in ("14C", "210Bi", "85Kr") else 1e-9)
 
@@ -181,3 +185,5 @@ def test_background_shapes():
     assert abs(np.argmax(po) - 0.40 * 500) <= 1
     with pytest.raises(KeyError, match="unknown background"):
         background_template("40K", edges, P0, TABLE)
+    with pytest.raises(InputError, match=r"pass shape=nuejax.io.packaged_borexino_shape\('Ext_K40'\)"):
+        background_template("ext_40K", edges, P0, TABLE)

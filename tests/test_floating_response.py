@@ -18,7 +18,7 @@ from nuejax.detector.response import ResponseParams, quenched_energy, unit_bin_e
 from nuejax.detector.transforms import ResponseTransform
 from nuejax.errors import InputError, ParameterError
 from nuejax.inference import newton_fit
-from nuejax.model import borexino_like_model, expected
+from nuejax.model import AddTemplates, Exposure, FloatingFold, KernelFold, Model, borexino_like_model, expected
 from nuejax.model.floating import RESPONSE_TERMS, floating_response_model, floating_signal_spectra, response_kernels
 from nuejax.model.parameters import Parameter
 
@@ -62,7 +62,7 @@ def fast(fixed):
 
 
 def _signal_only(p, model):
-    return {**p, **{"rate_" + b: jnp.zeros_like(p["rate_" + b]) for b in model.background_names}}
+    return {**p, **{n: jnp.zeros_like(p[n]) for n in model.stage(AddTemplates).names}}
 
 
 def _max_rel(a, b):
@@ -89,7 +89,7 @@ def test_kernels_equal_fixed_kernels(general, fixed):
     """At the nominal response the recomputed kernels are the fixed ones: same shape to rounding,
     normalisation to the accuracy of the fixed kernels' rate/integral ratio."""
     K = np.asarray(response_kernels(general, general.defaults()))
-    G = np.asarray(fixed.kernels)
+    G = np.asarray(fixed.stage(KernelFold).kernels)
     assert K.shape == G.shape
     for k in range(len(SIGNALS)):
         r = G[k].sum() / K[k].sum()
@@ -141,7 +141,7 @@ def test_fast_equals_general_at_non_sm_point(general, fast):
 
 def test_backgrounds_do_not_follow_the_response(general, fixed):
     """Documented limitation: background templates are fixed at the nominal response."""
-    no_signal = {n: 0.0 for n in general.norms}
+    no_signal = {n: 0.0 for n in general.stage(FloatingFold).norms}
     q = general.parameters.values(light_yield=560.0, **no_signal)
     p = fixed.parameters.values(no_signal)
     np.testing.assert_allclose(np.asarray(general.expected(q)), np.asarray(expected(fixed, p)), rtol=1e-13)
@@ -165,16 +165,19 @@ def test_gradient_in_response_parameters_matches_finite_differences(fast):
 
 
 # -- physics of the response -------------------------------------------------------------------------
-def test_mean_np_of_a_line_scales_with_light_yield(fast):
+def test_mean_np_of_a_line_scales_with_light_yield(fast, fixed):
     """7Be-862 alone on a window holding all its events: the mean N_p is Y <E_q> (Gaussian means
     are unbiased; binning into unit bins shifts it only for the few nodes at T ~ 0 whose width is
     far below a bin: measured 1.2e-7 relative), so it scales with the light yield (measured to 2e-8)."""
     edges = unit_bin_edges(-100, 700)
     # the floating fold does not depend on the fixed kernels: the same model on wider bins
-    wide = dataclasses.replace(fast, obs_edges=edges, templates=jnp.zeros((len(BKG), edges.size - 1)),
-                               mask=jnp.ones(edges.size - 1))
+    fold = dataclasses.replace(fast.stage(FloatingFold), obs_edges=jnp.asarray(edges))
+    stages = tuple(fold if isinstance(s, FloatingFold) else
+                   AddTemplates(jnp.zeros((len(BKG), edges.size - 1)), s.names) if isinstance(s, AddTemplates) else
+                   Exposure(jnp.ones(edges.size - 1), s.exposure) if isinstance(s, Exposure) else s for s in fast.stages)
+    wide = Model.create(stages, fast.parameters, obs_edges=edges, constraints=fast.constraints, baked=fast.baked)
     k = SIGNALS.index("7Be_862")
-    others = {s.norm: 0.0 for s in fast.signals if s.name != "7Be_862"}
+    others = {s.norm: 0.0 for s in fixed.signals if s.name != "7Be_862"}
     centres = np.arange(-100, 701, dtype=float)
     means = {}
     for Y in (420.0, 500.0, 600.0):
@@ -182,9 +185,9 @@ def test_mean_np_of_a_line_scales_with_light_yield(fast):
         mu = np.asarray(wide.expected(p))
         means[Y] = float(mu @ centres / mu.sum())
         # independently: Y times the spectrum-weighted mean quenched energy at the nodes
-        w = np.asarray(wide.weights[k]) * np.asarray(floating_signal_spectra(wide, p)[k])[:, None]
-        eq = np.asarray(quenched_energy(wide.nodes[k], p["kB"], wide.table))
-        assert mu.sum() == pytest.approx(wide.exposure * w.sum(), rel=1e-9)  # every event inside the window
+        w = np.asarray(fold.weights[k]) * np.asarray(floating_signal_spectra(wide, p)[k])[:, None]
+        eq = np.asarray(quenched_energy(fold.nodes[k], p["kB"], fold.table))
+        assert mu.sum() == pytest.approx(wide.stage(Exposure).exposure * w.sum(), rel=1e-9)  # all events in the window
         assert means[Y] == pytest.approx(Y * float((w * eq).sum() / w.sum()), rel=1e-6)
     assert means[600.0] / means[420.0] == pytest.approx(600.0 / 420.0, rel=1e-6)
     assert means[500.0] / means[420.0] == pytest.approx(500.0 / 420.0, rel=1e-6)
@@ -231,6 +234,7 @@ def test_structured_hessian_equals_autodiff(fixed, general):
     """The fits' Poisson-structure Hessian (nuejax.inference.fitting.value_grad_hessian) on the
     floating general path with a transform: norms and rates are linear, the response, transform,
     NSI and oscillation parameters are not."""
+    from nuejax.inference import FitProblem
     from nuejax.inference.fitting import objective, value_grad_hessian
 
     edges = np.asarray(fixed.obs_edges)
@@ -241,9 +245,10 @@ def test_structured_hessian_equals_autodiff(fixed, general):
     data = jnp.asarray(np.random.default_rng(5).poisson(np.asarray(m.expected(p))), dtype=float)
     names = m.parameters.free_names
     x = jnp.asarray([float(p[n]) for n in names])
-    args = (jnp.zeros(0), m, dict(p), data)
-    v, g, H = value_grad_hessian(x, args, names=names, fixed_names=())
-    f = lambda y: objective(y, args, names=names, fixed_names=())  # noqa: E731
+    args = (FitProblem.create(m, data, init={k: float(v) for k, v in p.items()}), jnp.zeros(0))
+    assert args[0].names == names
+    v, g, H = value_grad_hessian(x, args)
+    f = lambda y: objective(y, args)  # noqa: E731
     d = np.sqrt(np.abs(np.diag(jax.hessian(f)(x))))
     assert float(v) == pytest.approx(float(f(x)), rel=1e-13)
     np.testing.assert_allclose(g, jax.grad(f)(x), rtol=1e-7, atol=1e-9 * float(jnp.max(jnp.abs(g))))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from iminuit import Minuit
 
-from nuejax.inference import NLLCost, fit, interval_from_profile, newton_fit, profile_scan, profile_scan_2d
+from nuejax.inference import FitProblem, NLLCost, fit, interval_from_profile, newton_fit, profile_scan, profile_scan_2d
 from nuejax.inference.newton import newton_minimize
 from nuejax.model import borexino_like_model
 from nuejax.model.fast import fast_model
@@ -38,11 +38,11 @@ def test_fast_path_equals_general_path_on_random_points(models):
         np.testing.assert_allclose(b, a, rtol=1e-12)
 
 
-def _autodiff_vgh(model, names, x, data):
+def _autodiff_vgh(problem, x):
     from nuejax.inference.fitting import objective
 
-    args = (jnp.zeros(0), model, model.defaults(), data)
-    f = lambda y: objective(y, args, names=names, fixed_names=())  # noqa: E731
+    args = (problem, jnp.zeros(0))
+    f = lambda y: objective(y, args)  # noqa: E731
     v, g = jax.value_and_grad(f)(x)
     return v, g, jax.hessian(f)(x)
 
@@ -56,7 +56,7 @@ def test_structured_hessian_equals_autodiff(models):
     m, fm, _ = models
     m = m.with_parameters(m.parameters.release("eps_ee_R", "sin2_theta12"))
     rng = np.random.default_rng(7)
-    assert linear_mask(fast_model(m), fm.parameters.free_names) is None  # the fast path: plain autodiff
+    assert linear_mask(fm, fm.parameters.free_names) is not None  # the fast path declares its norms too
     model = m
     p = model.parameters.values(eps_ee_L=0.07, eps_ee_R=-0.04, mu_nu=2.5, norm_pp=1.03, rate_85Kr=20.0)
     data = np.asarray(rng.poisson(np.asarray(model.expected(p)) * 1.02), dtype=float)
@@ -64,10 +64,10 @@ def test_structured_hessian_equals_autodiff(models):
     names = model.parameters.free_names
     assert linear_mask(model, names) is not None and not all(linear_mask(model, names))
     x = jnp.asarray([float(p[n]) for n in names])
-    args = (jnp.zeros(0), model, dict(p), jnp.asarray(data))
-    v, g, H = jax.jit(value_grad_hessian, static_argnames=("names", "fixed_names"))(x, args, names=names,
-                                                                                  fixed_names=())
-    v0, g0, H0 = _autodiff_vgh(model, names, x, jnp.asarray(data))
+    problem = FitProblem.create(model, data, init={k: float(v) for k, v in p.items()})
+    assert problem.names == names
+    v, g, H = jax.jit(value_grad_hessian)(x, (problem, jnp.zeros(0)))
+    v0, g0, H0 = _autodiff_vgh(problem, x)
     assert float(v) == pytest.approx(float(v0), rel=1e-13)
     np.testing.assert_allclose(g, g0, rtol=1e-8, atol=1e-9 * float(jnp.max(jnp.abs(g0))))
     d = np.sqrt(np.abs(np.diag(H0)))
@@ -126,16 +126,16 @@ def test_fit_launches_the_solver_only_where_it_would_not_stop_at_once(models):
     next to a bound, fit does not launch the bound-constrained solver. Launched there anyway, the
     solver stops at once, does not move, and reports the same test and value (general path,
     whose Hessian comes from the Poisson structure)."""
-    from nuejax.inference.fitting import bound_flags, compiled_solver, setup
+    from nuejax.inference.fitting import bound_flags, compiled_solver
 
     m, _, data = models
     r = fit(m, data, {"eps_ee_L": 0.0, "mu_nu": 1.0})
     assert r.valid and r.minimizer == "migrad" and r.diagnostics["migrad_kkt"]
     assert not r.diagnostics["newton_launched"] and r.diagnostics["newton_iterations"] == 0
-    s = setup(m, data, init=r.params)
+    s = FitProblem.create(m, data, init=r.params)
     x = np.array([r.values[n] for n in r.names])
-    solve = compiled_solver(s.names, (), s.lower, s.upper, 100, 0.002 * 0.001, None)
-    res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x))
+    solve = compiled_solver(100, 0.002 * 0.001, None)
+    res = solve(s, jnp.zeros(0), jnp.asarray(x))
     assert int(res.n_iter) == 0 and bool(res.converged) and np.array_equal(np.asarray(res.x), x)
     assert r.at_bound == bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
     assert r.diagnostics["migrad_kkt_edm"] == pytest.approx(float(res.edm), rel=1e-6, abs=1e-14)
@@ -210,17 +210,17 @@ def test_profile_starts_follow_the_profile_tangent(models):
     offsets of 0.05 and 0.1 sigma its distance to the fitted profile point falls ~4x (first-order
     error would halve), and it is far closer than the global minimum is; a candidate whose -2 ln L
     is not finite is never taken."""
-    from nuejax.inference.fitting import EDM_TOL, compiled_solver, profile_starts, setup
+    from nuejax.inference.fitting import EDM_TOL, compiled_solver, profile_starts
 
     _, fm, data = models
     g = fit(fm, data)
-    s = setup(fm, data, fixed_names=("eps_ee_L",))
+    s = FitProblem.create(fm, data, fixed_names=("eps_ee_L",))
     sig = g.errors["eps_ee_L"]
     pts = g.values["eps_ee_L"] + np.array([[0.05], [0.1]]) * sig
     starts = profile_starts(g, ("eps_ee_L",), s.names, pts, s.lower, s.upper)
     assert starts.shape == (2, 2, len(s.names))
-    solve = compiled_solver(s.names, ("eps_ee_L",), s.lower, s.upper, 100, EDM_TOL, "fixed")
-    res = solve(jnp.asarray(pts), s.model, s.base, s.data, jnp.asarray(starts))
+    solve = compiled_solver(100, EDM_TOL, "fixed")
+    res = solve(s, jnp.asarray(pts), jnp.asarray(starts))
     assert np.asarray(res.converged).all()
     scale = np.sqrt(np.diag(g.covariance))[[g.names.index(n) for n in s.names]]
     scale = np.where(scale > 0, scale, 1.0)
@@ -231,7 +231,7 @@ def test_profile_starts_follow_the_profile_tangent(models):
     # a NaN candidate (a rate of NaN) loses to the finite one
     bad = starts.copy()
     bad[:, 0, s.names.index("rate_210Bi")] = np.nan
-    res_bad = solve(jnp.asarray(pts), s.model, s.base, s.data, jnp.asarray(bad))
+    res_bad = solve(s, jnp.asarray(pts), jnp.asarray(bad))
     assert np.asarray(res_bad.converged).all()
     np.testing.assert_allclose(np.asarray(res_bad.fun), np.asarray(res.fun), atol=1e-6)
 
@@ -265,7 +265,7 @@ def test_cost_writing_results_to_pinned_host_memory_equals_the_default(models, m
     ref = NLLCost(m, data)
     monkeypatch.setattr(cost_mod, "host_output_sharding", lambda device: pinned)
     c = NLLCost(m, data)
-    assert c._value.func is not ref._value.func
+    assert c._value is not ref._value
     x = np.array([float(c.base[n]) for n in c.names]) * 1.01
     assert c(x) == ref(x)
     np.testing.assert_array_equal(c.grad(x), ref.grad(x))
@@ -282,7 +282,7 @@ def test_second_cost_and_scan_reuse_the_compiled_code(models):
     for _ in range(2):
         c = NLLCost(m, data)
         c.grad(np.array([float(c.base[n]) for n in c.names]))
-    compiled = c._vg_host.func  # what grad calls: module-level, the same for every cost object
+    compiled = c._vg_host  # what grad calls: module-level, the same for every cost object
     assert compiled is cost_mod._compiled("value_and_grad", cost_mod.host_output_sharding(jax.devices()[0]))
     n_cost = compiled._cache_size()
     c = NLLCost(m, data, fixed={"eps_ee_L": 0.01})  # Python floats as fixed values must not retrace either
@@ -292,6 +292,9 @@ def test_second_cost_and_scan_reuse_the_compiled_code(models):
     grid = np.linspace(0.0, 0.1, 4)
     rf = fit(fm, data)
     profile_scan(fm, data, "eps_ee_L", grid, global_fit=rf)
-    n_scan = fitting_mod.compiled_solver.cache_info().currsize
+    from nuejax.inference.scan import SCAN_MAX_ITER
+
+    solve = fitting_mod.compiled_solver(SCAN_MAX_ITER, fitting_mod.EDM_TOL, "fixed")
+    n_scan = solve._cache_size()
     profile_scan(fm, data, "eps_ee_L", grid + 0.01, global_fit=rf)
-    assert fitting_mod.compiled_solver.cache_info().currsize == n_scan
+    assert solve._cache_size() == n_scan

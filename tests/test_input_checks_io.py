@@ -347,7 +347,7 @@ def test_model_build_reports_progress_and_refuses_an_empty_background():
     lines = []
     model = borexino_like_model(n_T=50, signals=("7Be_862",), backgrounds=("85Kr",), n_E=200, progress=lines.append)
     assert lines == ["building 7Be_862 (1/1)", "building background 85Kr (1/1)"]
-    assert model.background_names == ("85Kr",)
+    assert model.component_names == ("norm_7Be", "rate_85Kr")
     with pytest.raises(InputError, match=r"background template '85Kr': is empty on the observable binning"):
         borexino_like_model(window=(3000, 3010), signals=(), backgrounds=("85Kr",), progress=lines.append)
     assert lines[-1] == "building background 85Kr (1/1)"

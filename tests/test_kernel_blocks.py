@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from nuejax.detector.kernel_blocks import KernelBlocks, use_blocks
+from nuejax.model import KernelFold, SolarSignals
 
 
 def _banded(n_t, n_obs, rng, zero_rows=0):
@@ -68,10 +69,12 @@ def test_fold_by_blocks_equals_the_dense_fold_of_a_model(small_model):
     """Value, gradient and a forward-mode derivative of -2 ln L folded by blocks (the CPU route of
     large kernels) equal those of the dense product (small kernels, and every model on a GPU)."""
     m = small_model.with_parameters(small_model.parameters.release("eps_ee_L", "mu_nu", "sin2_theta12"))
-    assert m.kernel_blocks is None and not use_blocks(m.kernels)  # below MIN_ENTRIES: dense
-    blocked = dataclasses.replace(m, kernel_blocks=KernelBlocks.from_kernels(list(m.kernels), rows=64))
-    assert len(blocked.kernel_blocks.layout) > 2 * len(m.signals)
-    assert blocked.kernel_blocks.size < 0.8 * m.kernels.size
+    fold = m.stage(KernelFold)
+    assert fold.kernel_blocks is None and not use_blocks(fold.kernels)  # below MIN_ENTRIES: dense
+    blocks = KernelBlocks.from_kernels(list(fold.kernels), rows=64)
+    blocked = m.replace_stage(fold, dataclasses.replace(fold, kernel_blocks=blocks))
+    assert len(blocks.layout) > 2 * len(m.signals)
+    assert blocks.size < 0.8 * fold.kernels.size
     m, dense = blocked, m
     p = m.parameters.values(eps_ee_L=0.06, mu_nu=2.0, sin2_theta12=0.3, norm_pp=1.05)
     data = np.random.default_rng(2).poisson(np.asarray(m.expected(p))).astype(float)
@@ -111,14 +114,16 @@ def test_use_blocks_only_for_large_concrete_cpu_arrays():
 
 
 def test_models_with_large_kernels_on_the_cpu_build_their_blocks(small_model, monkeypatch):
-    """The model derives its blocks when its kernels reach MIN_ENTRIES (here lowered), also when
-    with_parameters rebuilds its groups, and they reproduce its kernels."""
+    """The kernel fold derives its blocks when its kernels reach MIN_ENTRIES (here lowered), they
+    reproduce its kernels, and a with_parameters that rebuilds the signal groups keeps them."""
     from nuejax.detector import kernel_blocks
 
     monkeypatch.setattr(kernel_blocks, "MIN_ENTRIES", 1000)
-    m = dataclasses.replace(small_model, groups=(), group_members=(), kernels=None, kernel_blocks=None)
-    assert m.kernel_blocks is not None
+    fold = KernelFold.create(small_model.signals)
+    m = small_model.replace_stage(small_model.stage(KernelFold), fold)
+    assert fold.kernel_blocks is not None
     shapes = [s.kernel.shape for s in m.signals]
-    np.testing.assert_array_equal(m.kernel_blocks.dense(shapes), np.asarray(m.kernels))
+    np.testing.assert_array_equal(fold.kernel_blocks.dense(shapes), np.asarray(fold.kernels))
     wide = m.with_parameters(m.parameters.update("sin2_theta12", lower=0.01))  # rebuilds the groups
-    assert wide.groups is not m.groups and wide.kernel_blocks is not None
+    assert wide.stage(SolarSignals).groups is not m.stage(SolarSignals).groups
+    assert wide.stage(KernelFold).kernel_blocks is fold.kernel_blocks

@@ -19,7 +19,7 @@ from nuejax.errors import InputError, ParameterError
 from nuejax.inference import (CLsResult, CoverageResult, FeldmanCousinsResult, cls_upper_limit, coverage,
                               feldman_cousins, load_run, merge_runs)
 from nuejax.inference.runner import RunStore
-from nuejax.inference.toys import aux_measurements, toy
+from nuejax.inference.toys import resample_flags, toy
 from nuejax.model.constraints import HalfGaussianConstraint
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -127,47 +127,46 @@ def test_coverage_profile_construction_away_from_zero(mu_model):
     assert abs(c.fraction - 0.9) < 2 * c.error, c
 
 
-def test_aux_measurements_are_resampled(mu_model):
-    aux = aux_measurements(mu_model, ("mu_nu", "norm_b"))
-    assert aux.gauss_names == (("norm_b",),)
+def test_toys_redraw_the_auxiliary_measurements(mu_model):
+    """A toy is (counts, aux) from one key: the Gaussian constraint's measurement of norm_b is drawn
+    about the generating value with its width; the same (key, index) gives the same toy."""
+    flags = resample_flags(mu_model, ("mu_nu", "norm_b"))
+    assert flags == (True,)
     key = jax.random.PRNGKey(0)
-    centres = np.array([toy(mu_model, {"mu_nu": 0.5}, key, i, aux)[1][0] for i in range(400)])
+    centres = np.array([float(toy(mu_model, {"mu_nu": 0.5}, key, i, flags)[1][0][0]) for i in range(400)])
     assert abs(centres.mean() - 1.0) < 4 * 0.05 / 20 and abs(centres.std() - 0.05) < 0.01
-    # same (key, index): same toy
-    a, b = toy(mu_model, {"mu_nu": 0.5}, key, 7, aux), toy(mu_model, {"mu_nu": 0.5}, key, 7, aux)
-    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-    assert aux_measurements(mu_model, ("mu_nu", "norm_b"), resample_aux=False).size == 0
-
-
-@dataclasses.dataclass(frozen=True)
-class _WithTerms:
-    """A model with constraint terms besides its parameters' own (what aux_measurements reads)."""
-
-    inner: object
-    constraints: tuple
-
-    def __getattr__(self, k):
-        return getattr(self.inner, k)
+    a, b = toy(mu_model, {"mu_nu": 0.5}, key, 7, flags), toy(mu_model, {"mu_nu": 0.5}, key, 7, flags)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1][0], b[1][0])
+    kept = resample_flags(mu_model, ("mu_nu", "norm_b"), resample_aux=False)
+    assert kept == (False,) and float(toy(mu_model, {"mu_nu": 0.5}, key, 7, kept)[1][0][0]) == 1.0
+    # a term on a parameter that is not fitted keeps its measurement
+    assert resample_flags(mu_model, ("mu_nu",)) == (False,)
 
 
 def test_unresamplable_constraint_is_refused(mu_model):
-    m = _WithTerms(mu_model, (HalfGaussianConstraint.create("norm_b", 1.2, 0.1),))
-    with pytest.raises(InputError, match="HalfGaussianConstraint.*resample_aux=False"):
-        aux_measurements(m, ("norm_b",))
+    m = dataclasses.replace(mu_model, constraints=(HalfGaussianConstraint.create("norm_b", 1.2, 0.1),))
+    with pytest.raises(InputError, match="half-Gaussian.*resample_aux=False"):
+        resample_flags(m, ("norm_b",))
 
 
-def test_lognormal_aux_shift_is_inf_not_nan_at_nonpositive_values(mu_model):
+def test_constraint_terms_take_their_measurements_as_data(mu_model):
+    """-2 ln L's constraint part with auxiliary measurements passed as data: the Gaussian (from the
+    parameter's constraint) and a log-normal term in closed form, +inf (not NaN) where the
+    log-normal's parameter is not positive."""
     from nuejax.model.constraints import LogNormalConstraint
 
-    m = _WithTerms(mu_model, (LogNormalConstraint.create("norm_b", 1.0, 0.1),))
-    aux = aux_measurements(m, ("norm_b",))
-    assert aux.logn_names == ("norm_b",) and aux.gauss_names == (("norm_b",),)
-    centres = aux.nominal() * 1.1
-    assert np.isinf(float(aux.shift({"norm_b": -1.0}, centres)))
-    v = float(aux.shift({"norm_b": 1.05}, centres))
-    want = ((1.05 - 1.1) / 0.05) ** 2 - ((1.05 - 1.0) / 0.05) ** 2 \
-        + ((np.log(1.05) - np.log(1.1)) / 0.1) ** 2 - (np.log(1.05) / 0.1) ** 2
-    assert v == pytest.approx(want, rel=1e-12)
+    m = dataclasses.replace(mu_model, constraints=(LogNormalConstraint.create("norm_b", 1.0, 0.1),))
+    terms = m.constraint_terms()
+    assert [type(t).__name__ for t in terms] == ["GaussianConstraint", "LogNormalConstraint"]
+    aux = tuple(np.asarray(a) * 1.1 for a in m.aux())
+    assert np.isinf(float(terms[1]({"norm_b": -1.0}, aux[1])))
+    want = ((1.05 - 1.1) / 0.05) ** 2 + ((np.log(1.05) - np.log(1.1)) / 0.1) ** 2
+    assert float(m.constraint_nll({"norm_b": 1.05}, aux)) == pytest.approx(want, rel=1e-12)
+    nominal = ((1.05 - 1.0) / 0.05) ** 2 + (np.log(1.05) / 0.1) ** 2
+    assert float(m.constraint_nll({"norm_b": 1.05})) == pytest.approx(nominal, rel=1e-12)
+    p = m.parameters.values(mu_nu=0.4, norm_b=1.05)
+    data = np.asarray(m.expected(p))
+    assert float(m.nll(p, data, aux)) - float(m.nll(p, data)) == pytest.approx(want - nominal, rel=1e-10)
 
 
 def test_fc_input_errors(mu_model, tmp_path):
@@ -307,11 +306,13 @@ def test_coverage_of_mu_nu_on_the_borexino_like_model(small_model, truth):
     assert abs(c.fraction - 0.9) < 2 * c.error, c
 
 
-def test_results_plot_themselves(gauss_fc, tmp_path):
+def test_results_plot(gauss_fc, tmp_path):
     import matplotlib
 
     _, r = gauss_fc
-    assert r.plot(path=tmp_path / "fc.png") is not None and (tmp_path / "fc.png").stat().st_size > 0
+    from nuejax.plotting import plot_feldman_cousins
+
+    assert plot_feldman_cousins(r, path=tmp_path / "fc.png") is not None and (tmp_path / "fc.png").stat().st_size > 0
     covs = [CoverageResult(("mu_nu",), {"mu_nu": v}, 100, 100, 90, 0.9, 0.03, 0.9, 0, np.array([2.7]))
             for v in (0.0, 1.0)]
     from nuejax.plotting import plot_coverage
@@ -323,7 +324,7 @@ def test_results_plot_themselves(gauss_fc, tmp_path):
                                 points=np.array([[a, b] for a in r.axes[0] for b in (0.9, 1.1)]),
                                 t_obs=np.repeat(r.t_obs, 2), t_crit=np.repeat(r.t_crit, 2),
                                 accepted=np.repeat(r.accepted, 2), best_fit=(1.7, 1.0))
-    two_d.plot(path=tmp_path / "fc2.png")
+    plot_feldman_cousins(two_d, path=tmp_path / "fc2.png")
     assert (tmp_path / "fc2.png").stat().st_size > 0
 
 

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import poisson
 
 from nuejax.errors import ParameterError
-from nuejax.model import borexino_like_model, poisson_nll
+from nuejax.model import AddTemplates, Exposure, KernelFold, SolarSignals, borexino_like_model, poisson_nll
 from nuejax.model.likelihood import check_expected
 from nuejax.physics import NewPhysics, build_source, event_rate
 
@@ -35,7 +35,7 @@ def test_normalisation_against_independent_rate(wide):
                                           {"eps_ee_L": 0.1, "eps_ee_R": -0.05})):
         mu = wide.expected(wide.parameters.values(kw))
         rate = float(event_rate(src, phys))
-        assert float(mu.sum()) == pytest.approx(wide.exposure * rate, rel=1e-6)
+        assert float(mu.sum()) == pytest.approx(wide.stage(Exposure).exposure * rate, rel=1e-6)
 
 
 def test_precomputed_general_path_equals_direct_computation(model):
@@ -138,7 +138,7 @@ def test_pseudo_data_are_poisson_around_asimov(model):
 def test_default_model_builds_and_has_the_paper_components(full_model):
     m = full_model
     assert m.signal_names == ("pp", "pep", "hep", "7Be_862", "7Be_384", "8B", "13N", "15O", "17F")
-    assert len(m.background_names) == 8 and m.n_obs == 861
+    assert len(m.stage(AddTemplates).names) == 8 and m.n_obs == 861
     mu = np.asarray(m.asimov())
     assert np.all(np.isfinite(mu)) and np.all(mu > 0)
     assert 1e5 < mu.sum() < 1e7
@@ -151,12 +151,13 @@ def test_stacked_general_path_gradient_equals_plain_autodiff_of_direct_route(mod
     from nuejax.model import expected_direct
     from nuejax.model.likelihood import poisson_nll
 
-    assert len(model.groups) == 2 and model.kernels.shape[0] == len(SIGNALS)  # continua and lines
+    # continua and lines
+    assert len(model.stage(SolarSignals).groups) == 2 and model.stage(KernelFold).kernels.shape[0] == len(SIGNALS)
     p = model.parameters.values(eps_ee_L=0.07, mu_nu=3.0, sin2_theta12=0.29, dm2_21=7.2)
     data = model.asimov(model.parameters.values(eps_ee_L=0.02))
 
     def direct(p):
-        return poisson_nll(expected_direct(model, p), data) + model.parameters.pulls(p)
+        return poisson_nll(expected_direct(model, p), data) + model.constraint_nll(p)
 
     v1, g1 = jax.value_and_grad(lambda p: model.nll(p, data))(p)
     v2, g2 = jax.value_and_grad(direct)(p)
@@ -173,11 +174,11 @@ def test_stacked_general_path_gradient_equals_plain_autodiff_of_direct_route(mod
 def test_forward_node_derivatives_equal_reverse(model):
     """The two exact derivative routes through the node interpolation (tangent tables pushed
     forward to the kinematic sums, the default; plain reverse mode, a scatter-add) agree."""
-    from nuejax.model.spectral_model import osc_from_params, physics_from_params
+    from nuejax.model.physics_params import osc_from_params, physics_from_params
     from nuejax.physics.precomputed import group_recoil_spectra
 
     p = model.parameters.values(eps_ee_L=0.07, mu_nu=3.0, sin2_theta12=0.29, dm2_21=7.2)
-    group = model.groups[0]
+    group = model.stage(SolarSignals).groups[0]
     r = jnp.linspace(0.5, 1.5, group.pre.weights.shape[1])
 
     def f(p, forward):
@@ -202,14 +203,16 @@ def test_kernels_of_different_shapes_fold_one_by_one():
     """Signals with different recoil binnings cannot share one stacked fold: the model folds them
     one by one (and groups their spectra separately) and still equals the direct route."""
     from nuejax.detector.response import unit_bin_edges
-    from nuejax.model import SpectralModel, default_parameters, expected_direct, signal_component
+    from nuejax.model import Model, default_parameters, expected_direct, signal_component
 
     edges = unit_bin_edges(50, 249)
     sigs = (signal_component("pep", edges, norm="norm_pep", n_T=60),
             signal_component("7Be_862", edges, norm="norm_7Be", n_T=90))
     params = default_parameters(("pep", "7Be_862"), (), {"pep": "norm_pep", "7Be_862": "norm_7Be"})
     n = len(edges) - 1
-    m = SpectralModel(sigs, jnp.zeros((0, n)), jnp.ones(n), edges, 100.0, (), params.release("eps_ee_L"))
-    assert isinstance(m.kernels, tuple) and len(m.groups) == 2
+    ps = params.release("eps_ee_L")
+    m = Model.create((SolarSignals.create(sigs, ps), KernelFold.create(sigs), Exposure(jnp.ones(n), 100.0)), ps,
+                     obs_edges=edges)
+    assert isinstance(m.stage(KernelFold).kernels, tuple) and len(m.stage(SolarSignals).groups) == 2
     p = m.parameters.values(eps_ee_L=0.1, norm_pep=1.1)
     np.testing.assert_allclose(np.asarray(m.expected(p)), np.asarray(expected_direct(m, p)), rtol=1e-12)

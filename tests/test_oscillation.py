@@ -167,14 +167,16 @@ def test_production_quadrature_is_a_gauss_rule_and_checks_its_input():
 def test_models_keep_every_zone_outside_the_verified_mixing_range(small_model):
     """A model whose sin2_theta12 bounds leave the range where the 40-node rule is verified
     averages over every zone (and equals the direct route there); back inside, the rule again."""
-    from nuejax.model.spectral_model import expected_direct, production_nodes
+    from nuejax.model import SolarSignals, expected_direct
+    from nuejax.model.physics_params import production_nodes
 
     model = small_model
-    assert production_nodes(model.parameters) == 40 and model.groups[0].profile.n_e.shape[-1] == 40
+    groups = lambda m: m.stage(SolarSignals).groups  # noqa: E731
+    assert production_nodes(model.parameters) == 40 and groups(model)[0].profile.n_e.shape[-1] == 40
     wide = model.with_parameters(model.parameters.update("sin2_theta12", lower=0.01, value=0.02, fixed=False))
     assert production_nodes(wide.parameters) is None
-    assert all(g.profile.n_e.shape[-1] > 40 for g in wide.groups)
+    assert all(g.profile.n_e.shape[-1] > 40 for g in groups(wide))
     p = wide.parameters.values(sin2_theta12=0.02)
     np.testing.assert_allclose(wide.expected(p), expected_direct(wide, p), rtol=1e-11)
     back = wide.with_parameters(model.parameters)
-    assert back.groups[0].profile.n_e.shape[-1] == 40
+    assert groups(back)[0].profile.n_e.shape[-1] == 40

@@ -1,7 +1,7 @@
-"""Template analyses (nuejax.model.templates, nuejax.model.template_model) on a tiny hand-built
-model: shape templates and their normalisations, expected counts and -2 ln L against direct numpy
+"""Template analyses (nuejax.model.templates, nuejax.model.template_model: a model of template,
+transform, peak and exposure stages) on a tiny hand-built model: shape templates and their normalisations, expected counts and -2 ln L against direct numpy
 / scipy computations, gradients against finite differences, Newton fits of Asimov data and toys,
-and the checks of TemplateModel.create."""
+and the checks of template_model()."""
 import functools
 
 import jax
@@ -17,7 +17,7 @@ from nuejax.errors import InputError, ParameterError
 from nuejax.inference import batch_fit, newton_fit
 from nuejax.model import Parameter, ParameterSet
 from nuejax.model.constraints import HalfGaussianConstraint
-from nuejax.model.template_model import TemplateModel, template_components, template_expected, template_nll
+from nuejax.model import AddTemplates, Exposure, components, expected, nll, template_model
 from nuejax.model.templates import GaussianPeak, rebin_density, shape_template
 
 IN_EDGES = np.linspace(0.0, 100.0, 41)  # 40 input bins
@@ -76,7 +76,7 @@ def _kwargs(**over):
 
 @functools.cache
 def _model():
-    return TemplateModel.create(**_kwargs())
+    return template_model(**_kwargs())
 
 
 def _params(**kw):
@@ -219,7 +219,7 @@ def test_expected_against_direct_computation():
         smooth, peak = _np_expected(p)
         mu = np.asarray(m.expected(p))
         np.testing.assert_allclose(mu, smooth + peak, rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(np.asarray(template_expected(m, p)), mu, rtol=1e-14)
+        np.testing.assert_allclose(np.asarray(expected(m, p)), mu, rtol=1e-14)
         assert mu[4] == 0.0 and np.all(mu[MASK > 0] > 0)
 
 
@@ -233,7 +233,7 @@ def test_components_sum_to_expected():
     np.testing.assert_allclose(comps["r_a"] + comps["r_b"], smooth, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(sum(comps.values()), np.asarray(m.expected(p)), rtol=1e-12)
     # a component scales with its own rate only
-    c2 = template_components(m, _params(r_a=34.0, e_off=2.0))
+    c2 = components(m, _params(r_a=34.0, e_off=2.0))
     np.testing.assert_allclose(c2["r_a"], 2.0 * comps["r_a"], rtol=1e-12)
     np.testing.assert_allclose(c2["r_b"], comps["r_b"], rtol=1e-12)
 
@@ -248,7 +248,7 @@ def test_nll_against_direct_computation():
         p = _params(**over)
         ref = _np_nll(p, data)
         assert float(m.nll(p, data)) == pytest.approx(ref, rel=1e-11)
-        assert float(template_nll(m, p, jnp.asarray(data))) == pytest.approx(ref, rel=1e-11)
+        assert float(nll(m, p, jnp.asarray(data))) == pytest.approx(ref, rel=1e-11)
     # the constraint terms in closed form: -2 ln L minus the Poisson term (scipy.stats.poisson)
     p = _params(r_b=27.5, e_scale=1.005)
     mu = sum(_np_expected(p))
@@ -262,12 +262,12 @@ def test_nll_gradient_against_finite_differences():
     m = _model()
     data = jnp.asarray(np.random.default_rng(6).poisson(np.asarray(m.expected(_params()))).astype(float))
     p = _params(r_b=27.0, e_scale=1.01, e_off=0.8, e_res=1.3, po_mean=41.0)  # half-Gaussian active
-    g = jax.jit(jax.grad(template_nll, argnums=1))(m, p, data)
+    g = jax.jit(jax.grad(nll, argnums=1))(m, p, data)
     for k in TRUTH:
         assert abs(float(g[k])) > 1e-6, k
         h = 1e-6 * max(abs(float(p[k])), 1.0)
-        fd = (float(template_nll(m, {**p, k: p[k] + h}, data))
-              - float(template_nll(m, {**p, k: p[k] - h}, data))) / (2 * h)
+        fd = (float(nll(m, {**p, k: p[k] + h}, data))
+              - float(nll(m, {**p, k: p[k] - h}, data))) / (2 * h)
         assert float(g[k]) == pytest.approx(fd, rel=1e-5, abs=1e-5), k
 
 
@@ -304,7 +304,7 @@ def test_batch_fit_asimov_and_toys():
     assert np.all(toys == np.round(toys))
     res = batch_fit(m, toys, edm_tol=EDM_TOL)
     assert np.all(res.converged), res.status
-    nll_truth = np.array([float(template_nll(m, _params(), jnp.asarray(t))) for t in toys])
+    nll_truth = np.array([float(nll(m, _params(), jnp.asarray(t))) for t in toys])
     assert np.all(res.fval <= nll_truth + 1e-8)  # a minimum is at least as good as the truth
     assert np.all(nll_truth - res.fval < 40.0)  # and not far: 8 parameters
     # the batched fit of a toy equals the single fit of it
@@ -333,18 +333,18 @@ def test_fit_from_a_start_that_once_stopped_on_the_zero_resolution_plateau():
 
 
 # -------------------------------------------------------------------------------------------------
-# create() checks
+# template_model() checks
 def test_create_accepts_the_tiny_model():
     m = _model()
-    assert m.n_obs == 30 and m.templates.shape == (2, 40) and m.physics is None
-    np.testing.assert_array_equal(np.asarray(m.mask), MASK)
+    assert m.n_obs == 30 and m.stage(AddTemplates).templates.shape == (2, 40) and not m.signals
+    np.testing.assert_array_equal(np.asarray(m.stage(Exposure).mask), MASK)
 
 
 def test_create_template_count_vs_names():
     with pytest.raises(InputError, match="2 templates but 3 names"):
-        TemplateModel.create(**_kwargs(template_names=("r_a", "r_b", "po_rate")))
+        template_model(**_kwargs(template_names=("r_a", "r_b", "po_rate")))
     with pytest.raises(InputError, match="2 templates but 1 names"):
-        TemplateModel.create(**_kwargs(template_names=("r_a",)))
+        template_model(**_kwargs(template_names=("r_a",)))
 
 
 def test_create_templates_with_wrong_number_of_bins():
@@ -353,31 +353,31 @@ def test_create_templates_with_wrong_number_of_bins():
     tpl = _templates()
     on_obs = np.stack([np.ones(30), np.ones(30)])  # 60 values: not a multiple of 40
     with pytest.raises(InputError, match=r"templates.*\(2, 30\)"):
-        TemplateModel.create(**_kwargs(templates=on_obs))
+        template_model(**_kwargs(templates=on_obs))
     one_long = tpl.reshape(1, 80)  # one template with 80 bins, read as two of 40
     with pytest.raises(InputError, match=r"templates.*\(1, 80\)"):
-        TemplateModel.create(**_kwargs(templates=one_long, template_names=("r_a",)))
+        template_model(**_kwargs(templates=one_long, template_names=("r_a",)))
 
 
 @pytest.mark.parametrize("over,stage,name", [
-    (dict(template_names=("r_a", "r_c")), "templates", "r_c"),
+    (dict(template_names=("r_a", "r_c")), r"stage 0 \(AddTemplates\)", "r_c"),
     (dict(transform=ResponseTransform.create(IN_EDGES, OBS_EDGES, scale="e_scale", nonlin="e_nl")),
-     "response transform", "e_nl"),
-    (dict(peaks=(GaussianPeak(("po_rate", "po_mu", "po_sigma")),)), "peak 0", "po_mu"),
+     r"stage 1 \(ResponseTransform\)", "e_nl"),
+    (dict(peaks=(GaussianPeak(("po_rate", "po_mu", "po_sigma")),)), r"stage 2 \(AddPeaks\)", "po_mu"),
 ])
 def test_create_stage_reads_unknown_parameter(over, stage, name):
     with pytest.raises(ParameterError, match=rf"{stage} reads parameter '{name}', which the parameter set lacks"):
-        TemplateModel.create(**_kwargs(**over))
+        template_model(**_kwargs(**over))
 
 
 def test_create_constraint_on_unknown_parameter():
     with pytest.raises(ParameterError, match="r_bi"):
-        TemplateModel.create(**_kwargs(constraints=(HalfGaussianConstraint.create("r_bi", 25.0, 2.0),)))
+        template_model(**_kwargs(constraints=(HalfGaussianConstraint.create("r_bi", 25.0, 2.0),)))
 
 
 def test_create_mask_shape():
     with pytest.raises(InputError, match=r"mask has shape \(40,\), expected \(30,\)"):
-        TemplateModel.create(**_kwargs(mask=np.ones(40)))
+        template_model(**_kwargs(mask=np.ones(40)))
 
 
 def test_create_transform_with_other_edges():
@@ -386,13 +386,13 @@ def test_create_transform_with_other_edges():
     shifted = ResponseTransform.create(IN_EDGES, OBS_EDGES + 0.5, scale="e_scale")
     for T in (other_out, other_in, shifted):
         with pytest.raises(InputError, match="transform's input/output bins differ"):
-            TemplateModel.create(**_kwargs(transform=T))
+            template_model(**_kwargs(transform=T))
 
 
 def test_create_without_transform_needs_equal_axes():
     with pytest.raises(InputError, match="without a transform the input and observable bins must be the same"):
-        TemplateModel.create(**_kwargs(transform=None))
-    m = TemplateModel.create(**_kwargs(obs_edges=IN_EDGES, transform=None, mask=None, peaks=()))
+        template_model(**_kwargs(transform=None))
+    m = template_model(**_kwargs(obs_edges=IN_EDGES, transform=None, mask=None, peaks=()))
     p = _params()
     np.testing.assert_allclose(np.asarray(m.expected(p)),
                                EXPOSURE * (TRUTH["r_a"] * _templates()[0] + TRUTH["r_b"] * _templates()[1]),
@@ -402,4 +402,4 @@ def test_create_without_transform_needs_equal_axes():
 @pytest.mark.parametrize("exposure", [0.0, -3.0, float("inf"), float("nan")])
 def test_create_bad_exposure(exposure):
     with pytest.raises(InputError, match="exposure must be finite and > 0"):
-        TemplateModel.create(**_kwargs(exposure=exposure))
+        template_model(**_kwargs(exposure=exposure))

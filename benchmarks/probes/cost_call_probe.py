@@ -73,10 +73,10 @@ def main(argv=None):
 
     out = {"device": str(jax.devices()[0]), "jax": jax.__version__, "date": time.strftime("%Y-%m-%d"), "ms": {}}
     ms = out["ms"]
-    ms["loop_same_x"] = per_call(lambda i: val(xj, c.model, c._packed, c.data).block_until_ready())
-    ms["loop_float"] = per_call(lambda i: float(val(xj, c.model, c._packed, c.data)))
-    ms["new_x_asarray"] = per_call(lambda i: float(val(jnp.asarray(xs[i]), c.model, c._packed, c.data)))
-    ms["new_x_numpy"] = per_call(lambda i: float(val(xs[i], c.model, c._packed, c.data)))
+    ms["loop_same_x"] = per_call(lambda i: val(xj, c.problem).block_until_ready())
+    ms["loop_float"] = per_call(lambda i: float(val(xj, c.problem)))
+    ms["new_x_asarray"] = per_call(lambda i: float(val(jnp.asarray(xs[i]), c.problem)))
+    ms["new_x_numpy"] = per_call(lambda i: float(val(xs[i], c.problem)))
     ms["cost_call"] = per_call(lambda i: c(xs[i]))
     ms["cost_grad"] = per_call(lambda i: c.grad(xs[i]))
     ms["cost_call_after_gap"] = per_call(lambda i: c(xs[i]), gap=a.gap_ms * 1e-3)
@@ -87,17 +87,14 @@ def main(argv=None):
     ms["migrad_pattern_per_call"] = per_call(pattern, n=a.n // 3) / 3
     trivial = jax.jit(lambda x: jnp.sum(x))
     ms["trivial_float"] = per_call(lambda i: float(trivial(xj)))
-    ms["device_get"] = per_call(lambda i: jax.device_get(val(xj, c.model, c._packed, c.data)))
+    ms["device_get"] = per_call(lambda i: jax.device_get(val(xj, c.problem)))
     try:
-        import functools
-
         from nuejax.inference import cost as cost_module
 
         dev = jax.devices()[0]
         pinned = jax.sharding.SingleDeviceSharding(dev, memory_kind="pinned_host")
-        to_host = jax.jit(cost_module._nll_of_vector, static_argnames=("names", "base_names"), out_shardings=pinned)
-        f = functools.partial(to_host, names=c.names, base_names=tuple(c.base))
-        ms["pinned_host_out"] = per_call(lambda i: float(f(xj, c.model, c._packed, c.data)))
+        f = jax.jit(cost_module._value, out_shardings=pinned)
+        ms["pinned_host_out"] = per_call(lambda i: float(f(xj, c.problem)))
     except Exception as err:  # noqa: BLE001 - a backend without pinned host memory
         out["pinned_host_out_error"] = f"{type(err).__name__}: {err}"[:300]
     for k, v in ms.items():

@@ -83,9 +83,9 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)
     import workload
 
-    from nuejax.inference import fit
+    from nuejax.inference import FitProblem, fit
     from nuejax.inference.cost import NLLCost, _compiled, host_output_sharding
-    from nuejax.inference.fitting import compiled_solver, end_point_report, setup, value_grad_hess
+    from nuejax.inference.fitting import compiled_solver, end_point_report, value_grad_hess
     from nuejax.inference.newton import kkt
 
     warnings.simplefilter("ignore")  # Asimov data are not integer counts, by design
@@ -113,13 +113,13 @@ def main(argv=None):
     out["cprofile"] = {"tottime": _stats(pr, "tottime"), "cumulative": _stats(pr, "cumulative")}
 
     # -- the end point ---------------------------------------------------------------------------
-    s = setup(model, data, init=start)
+    s = FitProblem.create(model, data, init=start)
     x_m = np.array([r.values[n] for n in s.names])
     edm_goal = 0.002 * 0.001
-    solve = compiled_solver(s.names, (), s.lower, s.upper, 100, float(edm_goal), None)
+    solve = compiled_solver(100, float(edm_goal), None)
 
     def launch():
-        res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x_m))
+        res = solve(s, jnp.zeros(0, dtype=s.values.dtype), jnp.asarray(x_m))
         return [np.asarray(v) for v in res]
 
     kkt_device = jax.jit(kkt)
@@ -162,22 +162,21 @@ def main(argv=None):
 
     def value_then_ahead(x):
         v = c(x)
-        pending.append(vg_host(x, c.model, c._packed, c.data))
+        pending.append(vg_host(x, c.problem))
         return v
 
     calls = {"value_ms": per_call(lambda x: c(x)),
              "value_then_unawaited_grad_ms": per_call(value_then_ahead),
-             "value_and_grad_ms": per_call(lambda x: jax.device_get(vg_host(x, c.model, c._packed, c.data)))}
+             "value_and_grad_ms": per_call(lambda x: jax.device_get(vg_host(x, c.problem)))}
     jax.block_until_ready(pending)
     out["calls"] = calls
     print("calls", calls, flush=True)
 
     # -- kernels ---------------------------------------------------------------------------------
     out_sh = host_output_sharding(dev)
-    static = dict(names=c.names, base_names=tuple(c.base))
     kern = {}
     for kind in ("value", "value_and_grad"):
-        text = _compiled(kind, out_sh).lower(x0, c.model, c._packed, c.data, **static).compile().as_text()
+        text = _compiled(kind, out_sh).lower(x0, c.problem).compile().as_text()
         counts = entry_instructions(text)
         kern[kind] = {"total": sum(counts.values()), "by_opcode": counts}
     out["kernels"] = kern

@@ -45,14 +45,14 @@ def variants():
     def make(kind):
         @jax.custom_jvp
         def tails(w, mu, s, e):
-            t = R._signed_tails(mu, s, e)[1]
+            t = R.signed_tails(mu, s, e)[1]
             return jnp.sum(w[:, None] * t, axis=0) if kind == "sum" else w @ t
 
         @tails.defjvp
         def tails_jvp(primals, tangents):
             w, mu, s, e = primals
             dw, dmu, ds, _ = tangents
-            z, t = R._signed_tails(mu, s, e)
+            z, t = R.signed_tails(mu, s, e)
             dens = isp * jnp.exp(-z * z)
             a, b = w * dmu / (sq2 * s), w * ds / s
             out = jnp.sum(w[:, None] * t, axis=0) if kind == "sum" else w @ t

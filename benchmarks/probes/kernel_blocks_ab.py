@@ -41,35 +41,38 @@ def main(argv=None):
 
     from nuejax.detector.kernel_blocks import KernelBlocks
     from nuejax.inference.cost import NLLCost
+    from nuejax.model import KernelFold
 
     dims = workload.PAPER_DIMS if a.dims is None else dict(zip(("n_T", "n_obs", "n_E"), a.dims))
     model = workload.build(**dims)
     truth = model.parameters.values(eps_ee_L=0.05, mu_nu=3.0)
     data = model.asimov(truth)
-    kernels = list(model.kernels)
+    fold = model.stage(KernelFold)
+    K = fold.kernels  # (n_sig, n_T, n_obs): the workload's signals share one recoil binning
+    kernels = list(K)
     variants = {"dense": None}
     for r in a.rows:
         variants[f"rows{r}"] = KernelBlocks.from_kernels(kernels, rows=r)
-    f = jnp.asarray(np.random.default_rng(0).random(model.kernels.shape[:2]))
+    f = jnp.asarray(np.random.default_rng(0).random(K.shape[:2]))
     d = jnp.asarray(data)
 
     def fold_loss(blocks, f):
-        mu = (f.reshape(-1) @ model.kernels.reshape(-1, model.n_obs) if blocks is None else blocks.fold(list(f))) + 1.0
+        mu = (f.reshape(-1) @ K.reshape(-1, model.n_obs) if blocks is None else blocks.fold(list(f))) + 1.0
         return jnp.sum(mu - d * jnp.log(mu))
 
     fold_v = jax.jit(fold_loss)
     fold_vg = jax.jit(jax.value_and_grad(fold_loss, argnums=1))
     x0 = None
     out = {"device": str(jax.devices()[0]), "jax": jax.__version__, "date": time.strftime("%Y-%m-%d"),
-           "n_entries": int(model.kernels.size), "dims": dims, "cases": {}}
+           "n_entries": int(K.size), "dims": dims, "cases": {}}
     for rnd in range(a.rounds):
         for name, blocks in variants.items():
-            m = dataclasses.replace(model, kernel_blocks=blocks)
+            m = model.replace_stage(fold, dataclasses.replace(fold, kernel_blocks=blocks))
             c = NLLCost(m, data)
             x0 = np.array([float(c.base[n]) for n in c.names]) * 1.001
             xj = jnp.asarray(x0)
-            val = lambda x: c._value(x, c.model, c._packed, c.data)  # noqa: E731
-            row = {"entries_frac": 1.0 if blocks is None else blocks.size / model.kernels.size,
+            val = lambda x: c._value(x, c.problem)  # noqa: E731
+            row = {"entries_frac": 1.0 if blocks is None else blocks.size / K.size,
                    "n_blocks": 0 if blocks is None else len(blocks.layout),
                    "nll": float(val(xj)),
                    "nll_value_ms": _stats(val, xj, n=a.n_calls)["median_ms"],

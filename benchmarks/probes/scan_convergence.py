@@ -25,20 +25,21 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)
     import workload
 
-    from nuejax.inference import fit, profile_scan
-    from nuejax.inference.fitting import EDM_TOL, compiled_solver, profile_starts, setup
+    from nuejax.inference import FitProblem, fit, profile_scan
+    from nuejax.inference.fitting import EDM_TOL, compiled_solver, profile_starts
     from nuejax.inference.scan import SCAN_MAX_ITER, batched_solve
-    from nuejax.model.fast import fast_model
+    from nuejax.model import fast_model
 
     warnings.simplefilter("ignore")  # Asimov counts are not integers
     model = workload.build(dtype=jnp.float64, **workload.PAPER_DIMS)
-    fast = fast_model(model)
+    # the fast path bakes the oscillation parameters in: at their values, fixed
+    fast = fast_model(model.with_parameters(model.parameters.fix("sin2_theta12", "dm2_21")))
     data = model.asimov(model.parameters.values(eps_ee_L=0.05, mu_nu=3.0))
     rf = fit(fast, data, {"eps_ee_L": 0.0, "mu_nu": 1.0, "norm_pp": 0.98, "norm_7Be_862": 1.04, "rate_210Bi": 15.0})
     grid = np.linspace(-0.05, 0.15, 200)
-    st = setup(fast, data, fixed_names=("eps_ee_L",))
+    st = FitProblem.create(fast, data, fixed_names=("eps_ee_L",))
     starts = profile_starts(rf, ("eps_ee_L",), st.names, grid[:, None], st.lower, st.upper)
-    solve = compiled_solver(st.names, ("eps_ee_L",), st.lower, st.upper, SCAN_MAX_ITER, EDM_TOL, "fixed")
+    solve = compiled_solver(SCAN_MAX_ITER, EDM_TOL, "fixed")
     r = batched_solve(solve, jnp.asarray(grid)[:, None], st, starts, None, None, "")
     it, conv = np.asarray(r.n_iter), np.asarray(r.converged)
     bad = np.nonzero(~conv)[0]

@@ -5,13 +5,14 @@
 
 Cases (each: one -2 ln L call, and one value + gradient over the model's free parameters):
 
-* ``fixed_general``: :func:`nuejax.model.nll` of the SpectralModel (kernels fixed at build time);
+* ``fixed_general``: :func:`nuejax.model.nll` of the general path (the ``borexino_like_model``,
+  kernels fixed at build time, oscillation parameters free);
 * ``fixed_general+transform``: its expectation through the ResponseTransform below (the
   counterpart of the floating ``+transform`` cases: the same transform stage on a fixed response);
-* ``fixed_fast``: the FastModel (folded basis templates);
-* ``fixed_fast+transform``: the FastModel's expectation through a ResponseTransform (scale, offset,
-  extra resolution floating): ``transform(p, fast_expected(fm, p))`` (the transform is linear
-  and the builder's mask is all ones, so applying it after the exposure is the same);
+* ``fixed_fast``: the fast path (``fast_model``: folded basis templates);
+* ``fixed_fast+transform``: the fast path's expectation through a ResponseTransform (scale, offset,
+  extra resolution floating): ``transform(p, expected(fm, p))`` plus ``fm.constraint_nll(p)`` (the
+  transform is linear and the builder's mask is all ones, so applying it after the exposure is the same);
 * ``floating_general`` / ``floating_fast``: :mod:`nuejax.model.floating`, the analytic
   T -> N_p kernel recomputed in every call from ``light_yield``, ``kB``, ``var_const``, ``var_rel``
   (all four free), by the default grid fold (:mod:`nuejax.detector.mean_grid`);
@@ -53,9 +54,7 @@ PHYSICS_POINT = dict(eps_ee_L=0.05, eps_ee_R=-0.03, mu_nu=2.0)
 
 def _objective(kind):
     """-2 ln L of a model of ``kind`` as a function of (x, model, base, data), names static."""
-    from nuejax.model import nll as fixed_nll
-    from nuejax.model.fast import fast_expected, fast_nll
-    from nuejax.model.floating import floating_nll
+    from nuejax.model import expected, nll
     from nuejax.model.likelihood import poisson_nll
 
     def unpack(base, names, x):
@@ -64,23 +63,12 @@ def _objective(kind):
             p[n] = x[i]
         return p
 
-    if kind == "fixed_general":
-        f = lambda model, p, data: fixed_nll(model, p, data)  # noqa: E731
-    elif kind == "fixed_fast":
-        f = lambda model, p, data: fast_nll(model, p, data)  # noqa: E731
-    elif kind == "fixed_fast+transform":
+    if kind in ("fixed_general+transform", "fixed_fast+transform"):
         def f(model, p, data):
-            fm, tr = model
-            mu = tr(p, fast_expected(fm, p))
-            return poisson_nll(mu, data) + fm.parameters.pulls(p) + fm.baked_pulls
-    elif kind == "fixed_general+transform":
-        from nuejax.model import expected as fixed_expected
-
-        def f(model, p, data):
-            m, tr = model
-            return poisson_nll(tr(p, fixed_expected(m, p)), data) + m.parameters.pulls(p)
-    else:
-        f = lambda model, p, data: floating_nll(model, p, data)  # noqa: E731
+            m, tr = model  # constraint_nll: the fast path's terms on its baked oscillations included
+            return poisson_nll(tr(p, expected(m, p)), data) + m.constraint_nll(p)
+    else:  # fixed_general, fixed_fast and the floating models: the model's own -2 ln L
+        f = lambda model, p, data: nll(model, p, data)  # noqa: E731
 
     def objective(x, model, base, data, *, names):
         return f(model, unpack(base, names, x), data)
@@ -97,8 +85,7 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
 
     nuejax.enable_x64()
     from nuejax.detector.transforms import ResponseTransform
-    from nuejax.model import borexino_like_model, expected
-    from nuejax.model.fast import fast_expected, fast_model
+    from nuejax.model import AddTemplates, FloatingFold, borexino_like_model, expected, fast_model
     from nuejax.model.floating import floating_response_model, transform_parameters
     from nuejax.model.parameters import ParameterSet
 
@@ -107,8 +94,10 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
     base = borexino_like_model(n_T=n_T, window=tuple(window), **kw)
     base = base.with_parameters(base.parameters.release(*PHYSICS_POINT, "sin2_theta12", "dm2_21"))
     build = {"fixed_general_s": time.perf_counter() - t0}
+    # the fast paths bake the oscillation parameters in: at their values, fixed
+    base_osc_fixed = base.with_parameters(base.parameters.fix("sin2_theta12", "dm2_21"))
     t0 = time.perf_counter()
-    fm = fast_model(base)
+    fm = fast_model(base_osc_fixed)
     build["fixed_fast_s"] = time.perf_counter() - t0
     edges = np.asarray(base.obs_edges)
     k = max(1, (edges.size - 1) // 20)  # output bins: the input bins less 5 % on each side
@@ -118,7 +107,8 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
         for with_tr in (False, True):
             name = "floating_" + ("fast" if fast else "general") + ("+transform" if with_tr else "")
             t0 = time.perf_counter()
-            models[name] = floating_response_model(base, fast=fast, transform=tr if with_tr else None)
+            models[name] = floating_response_model(base_osc_fixed if fast else base, fast=fast,
+                                                   transform=tr if with_tr else None)
             build[name + "_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     models["floating_general_exact"] = floating_response_model(base, fast=False, fold="exact")
@@ -133,13 +123,7 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
     out = {}
     for name, (model, ps) in cases.items():
         p = ps.values({k: v for k, v in point.items() if k in ps})
-        if name == "fixed_general":
-            mu = expected(model, p)
-        elif name == "fixed_fast":
-            mu = fast_expected(model, p)
-        elif name == "fixed_fast+transform":
-            mu = model[1](p, fast_expected(model[0], p))
-        elif name == "fixed_general+transform":
+        if name in ("fixed_general+transform", "fixed_fast+transform"):
             mu = model[1](p, expected(model[0], p))
         else:
             mu = model.expected(p)
@@ -157,10 +141,10 @@ def run(n_T: int, window, signals: str, n_calls: int, log=print) -> dict:
         out[name] = r
         v, vg = r["value"]["median_ms"], r["value_and_grad"]["median_ms"]
         log(f"{name:<28} value {v:9.3f} ms   value+grad {vg:9.3f} ms   ({len(names)} free, {r['n_obs']} bins)")
-    fl = models["floating_general"]
+    fl = models["floating_general"].stage(FloatingFold)
     dims = {"n_sig": len(base.signals), "n_T": n_T, "n_obs": base.n_obs, "n_nodes": int(np.prod(fl.nodes.shape)),
             "grid_points": int(fl.grid.size),
-            "n_bkg": len(base.background_names), "signals": list(base.signal_names), "window": list(window)}
+            "n_bkg": len(base.stage(AddTemplates).names), "signals": list(base.signal_names), "window": list(window)}
     return {"dims": dims, "build": build, "cases": out}
 
 

@@ -35,6 +35,7 @@ def main(argv=None):
 
     from nuejax.inference import fit
     from nuejax.inference.cost import NLLCost
+    from nuejax.model import KernelFold
 
     warnings.simplefilter("ignore")  # Asimov data are not integer counts, by design
     t0 = time.perf_counter()
@@ -64,7 +65,7 @@ def main(argv=None):
     dev = jax.devices()[0]
     out = {"device": f"{dev.platform}: {getattr(dev, 'device_kind', '')}", "jax": jax.__version__,
            "date": time.strftime("%Y-%m-%d"), "build_s": build_s, "first_fit_s": first_s,
-           "kernel_blocks": model.kernel_blocks is not None, "fits": []}
+           "kernel_blocks": model.stage(KernelFold).kernel_blocks is not None, "fits": []}
     for _ in range(a.repeat):
         for k in spent:
             spent[k] = [0, 0.0]

@@ -33,7 +33,8 @@ def main(argv=None):
     import workload
     from common import call_stats as _stats
 
-    from nuejax.model.spectral_model import osc_from_params, signal_spectra
+    from nuejax.model import KernelFold, SolarSignals, osc_from_params
+    from nuejax.model import nll as model_nll
     from nuejax.physics.oscillation import flavour_probabilities
 
     model = workload.build(**(workload.QUICK_DIMS if args.quick else workload.PAPER_DIMS))
@@ -43,28 +44,29 @@ def main(argv=None):
     def p_ee(m, p):
         osc = osc_from_params(p)
         return sum(jnp.sum(jax.vmap(lambda e, w, prof: w[:, None] * flavour_probabilities(e, osc, prof))(
-            g.energies, g.weights, g.profile)) for g in m.groups)
+            g.energies, g.weights, g.profile)) for g in m.stage(SolarSignals).groups)
 
-    def spectra(m, p):
-        return jnp.sum(jnp.stack(signal_spectra(m, p)))
+    def spectra(m, p):  # the signal stage: recoil spectra of all signals
+        return jnp.sum(jnp.stack(m.stage(SolarSignals)(p)))
 
-    F = jnp.stack(signal_spectra(model, p))
+    F = jnp.stack(model.stage(SolarSignals)(p))
     r = jnp.ones(model.n_obs, dtype=F.dtype)
 
     def fold(m, F):  # the model's route: blocks of the kernels on the CPU, one dense product elsewhere
-        if m.kernel_blocks is not None:
-            return m.kernel_blocks.fold(list(F)) @ r
-        return (F.reshape(-1) @ m.kernels.reshape(-1, m.n_obs)) @ r
+        kf = m.stage(KernelFold)
+        if kf.kernel_blocks is not None:
+            return kf.kernel_blocks.fold(list(F)) @ r
+        return (F.reshape(-1) @ kf.kernels.reshape(-1, m.n_obs)) @ r
 
     def nll(m, p):
-        return m.nll(p, data)
+        return model_nll(m, p, data)
 
     def timed(fn, *a):
         return _stats(fn, *a, n=30)["median_ms"]
 
     out = {"device": str(jax.devices()[0].device_kind), "jax_version": jax.__version__,
            "date": time.strftime("%Y-%m-%d"), "dims": workload.dims(model),
-           "fold_route": "kernel blocks" if model.kernel_blocks is not None else "dense", "ms": {}}
+           "fold_route": "kernel blocks" if model.stage(KernelFold).kernel_blocks is not None else "dense", "ms": {}}
     for name, fn, arg in (("p_ee", p_ee, p), ("spectra", spectra, p), ("fold", fold, F), ("nll", nll, p)):
         out["ms"][name] = {"value": timed(jax.jit(fn), model, arg),
                            "value_and_grad": timed(jax.jit(jax.value_and_grad(fn, argnums=1)), model, arg)}

@@ -41,11 +41,10 @@ def main():
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     from nuejax.inference import feldman_cousins
+    from nuejax.inference.construction import construction, observed_fits
     from nuejax.inference.fitting import launch_size
-    from nuejax.inference.neyman import _observed, _problem
-    from nuejax.inference.toys import aux_measurements, draw_parts, toy_fits
-    from nuejax.model import borexino_like_model
-    from nuejax.model.fast import fast_model
+    from nuejax.inference.toys import draw_parts, toy_fits
+    from nuejax.model import borexino_like_model, fast_model
 
     cpu = jax.default_backend() == "cpu"
     devs = jax.devices()[: a.devices] if a.devices else jax.devices()
@@ -56,11 +55,10 @@ def main():
     m = base.with_parameters(base.parameters.release("mu_nu"))
     build = time.perf_counter() - t0
     data = np.asarray(m.expected(m.defaults()))
-    pr = _problem(m, data, "mu_nu", None, None)
-    names = pr.poi + pr.nuis
-    st = _observed(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
-    aux = aux_measurements(m, names)
-    parts = draw_parts(m, pr.base, names, st["gen_x"])
+    pr = construction(m, data, "mu_nu", None, None)
+    names = pr.full.names  # the parameters of interest, then the nuisances
+    st = observed_fits(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
+    parts = draw_parts(pr.full, st["gen_x"])
     key = jax.random.PRNGKey(0)
     mesh = Mesh(np.asarray(devs), ("rows",))
     shard = NamedSharding(mesh, PartitionSpec("rows"))
@@ -72,8 +70,7 @@ def main():
         gen = jax.device_put(jnp.asarray(st["gen_x"][g]), shard)
         test = jax.device_put(jnp.asarray(st["points"][g]), shard)
         idx = jax.device_put(jnp.arange(offset, offset + per, dtype=jnp.uint32), shard)
-        out = toy_fits(m, pr.base, aux, key, gen, test, idx, names=names, poi=pr.poi, lower=pr.lower,
-                       upper=pr.upper, parts=parts)
+        out = toy_fits(pr.full, key, gen, test, idx, k=len(pr.poi), parts=parts, resample=pr.resample)
         return jax.block_until_ready(out)
 
     t = time.perf_counter()

@@ -6,7 +6,7 @@ Data: the TFC-subtracted energy spectrum of D. Basilico et al. (Borexino), Phys.
 (arXiv:2005.12829) on their 185 keV bins (:mod:`nuejax.io.borexino`; ``docs/borexino.md``
 gives every modelling choice and how much it moves the results).
 
-Model (a :class:`~nuejax.model.template_model.TemplateModel`):
+Model (a template analysis, :func:`~nuejax.model.template_model.template_model`):
 
 * pp, ⁷Be, pep, CNO: the published shapes (drawn at the zero-threshold rates 131.1, 47.9, 2.74
   and 4.92 cpd/100 t, arXiv:2005.12829 Table 2) plus nuejax's folded difference
@@ -28,7 +28,6 @@ import dataclasses
 import time
 from importlib import resources
 
-import jax.numpy as jnp
 import numpy as np
 
 from ..detector.calibration import CalibrationTarget, KeVResponse, as_photoelectron_axis, calibrate_response
@@ -40,9 +39,12 @@ from ..io.borexino import ObservedSpectrum, packaged_borexino_shape, packaged_bo
 from ..model.borexino_like import signal_component
 from ..model.constraints import HalfGaussianConstraint
 from ..model.fast import fast_model
+from ..model.flavour import FlavourOptions, general_parameters, state_nodes
+from ..model.folds import KernelFold
 from ..model.parameters import Parameter, ParameterSet
-from ..model.spectral_model import SpectralModel
-from ..model.template_model import TemplateModel
+from ..model.pipeline import Model, expected
+from ..model.signals import SolarSignals
+from ..model.template_model import template_model
 from ..model.templates import GaussianPeak, shape_template
 from ..physics.oscillation import OscillationParams
 from ..physics.spectra import build_source, event_rate, uniform_recoil_edges
@@ -104,7 +106,7 @@ def sm_rates(solar_model: str = "gs98") -> dict:
             for n, labels in _GROUPS.items()}
 
 
-def ssm_constrained(model: TemplateModel, rates: dict | None = None) -> TemplateModel:
+def ssm_constrained(model: Model, rates: dict | None = None) -> Model:
     """``model`` with every solar rate Gaussian-constrained to its SSM value (:data:`SSM_UNCERTAINTY`),
     replacing the CNO analysis' pp, pep and ⁸B constraints: without it a change of the cross
     section's normalisation by NSI or μ_ν is absorbed by the free rates."""
@@ -142,8 +144,9 @@ def calibration_targets() -> tuple:
 
 
 def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, general_nsi: tuple = ()):
-    """Inner SpectralModel on the MC keV bins: each solar group's spectra folded through the
-    calibrated response, per unit of the group's SM rate (norm = its rate parameter)."""
+    """The reweighted physics on the MC keV bins (signals and their fixed kernel fold): each
+    solar group's spectra folded through the calibrated response, per unit of the group's SM rate
+    (norm = its rate parameter)."""
     params, pe_edges = as_photoelectron_axis(response, edges)
     pe_edges = np.asarray(pe_edges)
     table = quenching_table()
@@ -164,18 +167,13 @@ def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, gen
     ps = ParameterSet(tuple([Parameter(n, 1.0, 0.0, 1e4) for n in names] + _physics_parameters(general_nsi)))
     general = {}
     if general_nsi:  # the general case: the trace form of nuejax.model.flavour
-        from ..model.flavour import FlavourOptions, state_nodes
-
         general = dict(flavour=FlavourOptions(),
                        state_nodes=tuple(state_nodes(s.pre, s.t_mid, radiative=radiative) for s in signals))
-    model = SpectralModel(tuple(signals), jnp.zeros((0, len(edges) - 1)), jnp.ones(len(edges) - 1), jnp.asarray(pe_edges),
-                          1.0, (), ps, radiative, **general)
-    return model, names
+    stages = (SolarSignals.create(signals, ps, radiative=radiative, **general), KernelFold.create(signals))
+    return Model.create(stages, ps, obs_edges=pe_edges, check_shape=False), names
 
 
 def _physics_parameters(general_nsi: tuple = ()) -> list:
-    from ..model.flavour import general_parameters
-
     base = [Parameter("eps_ee_L", 0.0, -2.0, 2.0, fixed=True, doc="NSI epsilon^L_ee"),
             Parameter("eps_ee_R", 0.0, -2.0, 2.0, fixed=True, doc="NSI epsilon^R_ee"),
             Parameter("mu_nu", 0.0, 0.0, 100.0, fixed=True, unit="1e-11 mu_B", doc="effective magnetic moment")]
@@ -207,10 +205,8 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
     physics, physics_names = _physics(edges, calibration.response, choices.n_T, general_nsi=tuple(choices.general_nsi))
     folded_sm = {}
     sm = physics.parameters.defaults()
-    from ..model.spectral_model import expected as spectral_expected
-
     for n in physics_names:
-        folded_sm[n] = np.asarray(spectral_expected(physics, {**sm, **{m: 0.0 * sm[m] for m in physics_names if m != n}}))
+        folded_sm[n] = np.asarray(expected(physics, {**sm, **{m: 0.0 * sm[m] for m in physics_names if m != n}}))
     offset = []
     for n in physics_names:
         if n in SOLAR:
@@ -248,7 +244,7 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
     constraints = (HalfGaussianConstraint.create("rate_210Bi", 10.8, 1.0, side="upper"),) \
         if choices.bi210_constraint else ()
     inner = fast_model(physics) if fast else physics
-    model = TemplateModel.create(in_edges=edges, obs_edges=data.edges, templates=np.stack(templates),
+    model = template_model(in_edges=edges, obs_edges=data.edges, templates=np.stack(templates),
                                  template_names=tuple(tnames), parameters=parameters, exposure=EXPOSURE,
                                  physics=inner, physics_offset=np.stack(offset), physics_names=physics_names,
                                  transform=transform, peaks=(GaussianPeak(("rate_210Po", "po_mean", "po_sigma")),),

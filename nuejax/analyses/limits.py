@@ -62,8 +62,8 @@ def run_limits(outdir="nuejax_limits", *, n_toys: int = 400, n_grid: int = 11, n
     import jax
 
     from ..inference import cls_upper_limit, feldman_cousins, newton_fit, profile_scan
-    from ..model import borexino_like_model
-    from ..model.fast import fast_model
+    from ..model import borexino_like_model, fast_model
+    from ..plotting import plot_cls, plot_feldman_cousins
 
     t0 = time.perf_counter()
     out = Path(outdir)
@@ -109,9 +109,9 @@ def run_limits(outdir="nuejax_limits", *, n_toys: int = 400, n_grid: int = 11, n
     else:
         summary.update(_fc_summary(fc_mu, fc_eps))
         if plots:
-            fc_mu.plot(path=out / "fc_mu_nu.png")
-            fc_eps.plot(path=out / "fc_eps_ee.png")
-            cls.plot(path=out / "cls_mu_nu.png")
+            plot_feldman_cousins(fc_mu, path=out / "fc_mu_nu.png")
+            plot_feldman_cousins(fc_eps, path=out / "fc_eps_ee.png")
+            plot_cls(cls, path=out / "cls_mu_nu.png")
     summary["seconds"] = time.perf_counter() - t0
     (out / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
     return summary

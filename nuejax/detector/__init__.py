@@ -17,4 +17,8 @@ from .response import (
 from .calibration import CalibrationTarget, KeVResponse, calibrate_response
 from .transforms import ResponseTransform
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    "bin_probabilities", "calibrate_response", "CalibrationTarget", "electron_stopping_power", "KeVResponse",
+    "mean_photoelectrons", "photoelectron_variance", "PSEUDOCUMENE", "quenched_energy", "quenching_table",
+    "QuenchingTable", "ResponseParams", "ResponseTransform", "Scintillator", "unit_bin_edges",
+]

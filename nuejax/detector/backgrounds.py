@@ -33,7 +33,6 @@ import numpy as np
 from ..cache import cached
 from ..constants import M_E
 from ..errors import InputError
-from ..io.borexino import BorexinoShape, packaged_borexino_shape
 from ..physics.beta import beta_kinetic_spectrum
 from .checks import check_edges, check_entries, describe_edges
 from .response import (
@@ -132,9 +131,12 @@ def _folded_beta(w, T, extra, obs_edges, params, table):
 _mean_photoelectrons = jax.jit(mean_photoelectrons)
 
 
-def template_from_shape(shape: BorexinoShape, obs_edges, params: ResponseParams, table: QuenchingTable,
+def template_from_shape(shape, obs_edges, params: ResponseParams, table: QuenchingTable,
                         n_grid: int = 20001, *, name: str | None = None):
     """Map a keV-scale shape (electron-equivalent) to N_p bins via N_p = Y E_q(E); normalised to one.
+
+    ``shape``: keV ``edges``, a ``cdf(energy_kev)`` and its ``integral`` (e.g. a
+    :class:`~nuejax.io.borexino.BorexinoShape`).
 
     Raises:
         InputError: bad ``obs_edges``, a non-monotonic electron response, or a template that is
@@ -156,8 +158,13 @@ def template_from_shape(shape: BorexinoShape, obs_edges, params: ResponseParams,
     return check_template(np.diff(cdf) / shape.integral, edges, what)
 
 
-def background_template(name: str, obs_edges, params: ResponseParams, table: QuenchingTable) -> np.ndarray:
+def background_template(name: str, obs_edges, params: ResponseParams, table: QuenchingTable, *,
+                        shape=None) -> np.ndarray:
     """The template of background ``name`` (see :data:`BACKGROUNDS`) on ``obs_edges``; numpy (n_obs,).
+
+    A background of kind ``"file"`` (the external γ) is a published keV shape: pass it as
+    ``shape`` (:func:`~nuejax.io.borexino.packaged_borexino_shape` of the file stem in
+    :data:`BACKGROUNDS`; the detector layer reads no files).
 
     Stored in the on-disk cache (:mod:`nuejax.cache`), keyed by the arguments, nuejax's code and
     data and the JAX environment; a later call with the same key loads it (the same bits).
@@ -174,10 +181,21 @@ def background_template(name: str, obs_edges, params: ResponseParams, table: Que
     what = f"background template {name!r}"
     check_edges(obs_edges, what, "observable")
     arguments = dict(name=name, obs_edges=obs_edges, params=params, table=table)
-    return cached("background", name, arguments, lambda: _build_background_template(**arguments))
+    kind, args = BACKGROUNDS[name]
+    if kind == "file":
+        if shape is None:
+            raise InputError(f"{what}: a published shape (file {args[0]!r} of the Borexino open data); pass "
+                             f"shape=nuejax.io.packaged_borexino_shape({args[0]!r})")
+        arguments.update(shape_edges=np.asarray(shape.edges, dtype=float), shape_density=np.asarray(shape.density,
+                                                                                                    dtype=float))
+    elif shape is not None:
+        raise InputError(f"{what}: is built from its decay ({kind}), not from a shape; drop shape=")
+    return cached("background", name, arguments,
+                  lambda: _build_background_template(name=name, obs_edges=obs_edges, params=params, table=table,
+                                                     shape=shape))
 
 
-def _build_background_template(name, obs_edges, params, table) -> np.ndarray:
+def _build_background_template(name, obs_edges, params, table, shape) -> np.ndarray:
     """The body of :func:`background_template` after its argument checks (uncached)."""
     what = f"background template {name!r}"
     kind, args = BACKGROUNDS[name]
@@ -193,5 +211,4 @@ def _build_background_template(name, obs_edges, params, table) -> np.ndarray:
         mu = params.light_yield * e_eq
         return check_template(gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), obs_edges),
                               obs_edges, what)
-    (stem,) = args
-    return template_from_shape(packaged_borexino_shape(stem), obs_edges, params, table, name=name)
+    return template_from_shape(shape, obs_edges, params, table, name=name)

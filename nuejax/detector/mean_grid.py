@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .response import ResponseParams, _signed_tails, search_method
+from .response import ResponseParams, signed_tails, search_method
 
 __all__ = ["MeanGrid", "mean_grid", "grid_fold", "hermite_basis", "ERROR_PER_WEIGHT", "DEFAULT_STEP", "TAIL_Z"]
 
@@ -172,7 +172,7 @@ def _pair_terms(grid_mean, sig, ds, dds, edges, partials: bool):
     c = b - z * a * a
     d1, d2 = phi * a, phi * c
     if not partials:
-        return _signed_tails(grid_mean, sig, edges)[1], d1, d2
+        return signed_tails(grid_mean, sig, edges)[1], d1, d2
     z_s = -z * inv
     a_s = (1.0 + 2.0 * z * ds) * inv * inv
     a_ds = -z * inv

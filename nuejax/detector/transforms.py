@@ -45,12 +45,13 @@ already folded counts between observable bins.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.pytree import static_field
 from ..errors import InputError
 from .checks import check_edges, describe_edges
 
@@ -244,9 +245,6 @@ def check_transform_axes(in_edges, out_edges, what: str = "response transform") 
     return x, e
 
 
-def _static(**kw):
-    return field(metadata=dict(static=True), **kw)
-
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
@@ -262,8 +260,8 @@ class ResponseTransform:
 
     in_edges: jax.Array
     out_edges: jax.Array
-    names: tuple = _static()  # ((term, parameter name), ...)
-    e_ref: float = _static(default=1000.0)
+    names: tuple = static_field()  # ((term, parameter name), ...)
+    e_ref: float = static_field(default=1000.0)
 
     @classmethod
     def create(cls, in_edges, out_edges, *, e_ref: float = 1000.0, dtype=None, **names) -> "ResponseTransform":

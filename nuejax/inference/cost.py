@@ -6,7 +6,8 @@ bins, ``grad`` the exact autodiff gradient, ``hessian`` the exact autodiff Hessi
 the names with their limits, so ``Minuit(cost, *x0)`` works directly. A value-only call costs one
 value (MIGRAD's line searches ask for values only); ``grad`` computes value and gradient in one
 ``value_and_grad`` pass and caches both per point, since MIGRAD then asks for the value at the same
-point. Model, data, names and fixed values are checked once, when the cost is made.
+point. Model, data, names, fixed values and auxiliary measurements are checked once, when the cost is made
+(a :class:`~nuejax.inference.problem.FitProblem`).
 """
 
 from __future__ import annotations
@@ -19,26 +20,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fitting import objective, setup, value_grad_hessian
+from .fitting import objective, value_grad_hessian
+from .problem import FitProblem
 
 __all__ = ["NLLCost", "host_output_sharding"]
 
 
-def _nll_of_vector(x, model, base, data, names, base_names):
-    if base_names is not None:  # the parameter mapping packed into one array (_pack)
-        base = dict(zip(base_names, base))
-    return objective(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())
+def _value(x, problem):
+    return objective(x, (problem, jnp.zeros(0, dtype=problem.values.dtype)))
 
 
-def _vgh_of_vector(x, model, base, data, names, base_names):
-    if base_names is not None:
-        base = dict(zip(base_names, base))
-    return value_grad_hessian(x, (jnp.zeros(0), model, base, data), names=names, fixed_names=())
+def _vgh(x, problem):
+    return value_grad_hessian(x, (problem, jnp.zeros(0, dtype=problem.values.dtype)))
 
 
-_static = ("names", "base_names")
-_FUNCTIONS = {"value": _nll_of_vector, "value_and_grad": jax.value_and_grad(_nll_of_vector),
-              "value_grad_hessian": _vgh_of_vector}
+_FUNCTIONS = {"value": _value, "value_and_grad": jax.value_and_grad(_value), "value_grad_hessian": _vgh}
 
 
 def host_output_sharding(device):
@@ -62,53 +58,39 @@ def host_output_sharding(device):
 def _compiled(kind: str, out_sharding=None):
     """The module-level compiled call of ``kind`` (value, value_and_grad, value_grad_hessian), writing its
     results to ``out_sharding`` (None: the default placement). Cached, so a new cost object
-    with the same model structure and free names reuses the compiled code."""
+    with the same problem structure reuses the compiled code."""
     placement = {} if out_sharding is None else {"out_shardings": out_sharding}
-    return jax.jit(_FUNCTIONS[kind], static_argnames=_static, **placement)
-
-
-def _pack(base: dict):
-    """``(values, names)``: the parameter mapping as one array when every value is a scalar of one
-    dtype, else ``(base, None)``.
-
-    Each argument array of a compiled call costs host time: on an H100 a mapping of 29 scalars
-    added about 0.3 ms to a 0.46 ms value + gradient (benchmarks/probes/dispatch_probe.py)."""
-    values = [jnp.asarray(v) for v in base.values()]
-    if not values or any(v.ndim for v in values) or len({v.dtype for v in values}) != 1:
-        return base, None
-    return jnp.stack(values), tuple(base)
+    return jax.jit(_FUNCTIONS[kind], **placement)
 
 
 class NLLCost:
     """-2 ln L of ``model`` on ``data`` over the parameters ``names`` (default: the free ones).
 
-    Parameters not in ``names`` take their values from ``fixed`` (default: the model defaults).
+    Parameters not in ``names`` take their values from ``fixed`` (default: the model defaults);
+    ``aux``: the auxiliary measurements (default: nominal). ``model`` may be a checked
+    :class:`~nuejax.inference.problem.FitProblem` instead (``data`` etc. then None).
     """
 
     errordef = 1.0
 
-    def __init__(self, model, data, names=None, fixed: Mapping | None = None):
-        s = setup(model, data, names=names, init=fixed)
+    def __init__(self, model, data=None, names=None, fixed: Mapping | None = None, aux=None):
+        s = model if isinstance(model, FitProblem) else FitProblem.create(model, data, names=names, init=fixed, aux=aux)
+        self.problem = s
         self.model = s.model
         self.data = s.data
         ps = s.model.parameters
         self.names = s.names
-        # values() casts to the parameters' dtype: a weakly typed Python float would retrace.
-        # Read-only: the compiled calls read a packed copy made here.
-        self.base = types.MappingProxyType(dict(s.base))
+        self.base = types.MappingProxyType(s.host_params())
         self._parameters = {n: (ps[n].lower, ps[n].upper) for n in self.names}
-        packed, base_names = _pack(self.base)
-        # The jitted functions are module-level, so a new cost object with
-        # the same model structure and free names reuses the compiled code: a second fit does
-        # not recompile. The minimiser's calls write their results where the host reads them
-        # (host_output_sharding); device_value_and_grad keeps them on the device.
+        # The jitted functions are module-level, so a new cost object with the same problem
+        # structure reuses the compiled code: a second fit does not recompile. The minimiser's
+        # calls write their results where the host reads them (host_output_sharding);
+        # device_value_and_grad keeps them on the device.
         out = host_output_sharding(next(iter(s.data.devices())))
-        static = dict(names=self.names, base_names=base_names)
-        self._value = functools.partial(_compiled("value", out), **static)
-        self._vg_host = functools.partial(_compiled("value_and_grad", out), **static)
-        self._vg = functools.partial(_compiled("value_and_grad"), **static)
-        self._vgh = functools.partial(_compiled("value_grad_hessian", out), **static)
-        self._packed = packed
+        self._value = _compiled("value", out)
+        self._vg_host = _compiled("value_and_grad", out)
+        self._vg = _compiled("value_and_grad")
+        self._vgh = _compiled("value_grad_hessian", out)
         self._cache_x = None
         self._cache = None
         self._hess_x = None
@@ -122,10 +104,7 @@ class NLLCost:
 
     def params(self, x) -> dict:
         """The full parameter PyTree for the free-parameter vector ``x``."""
-        p = dict(self.base)
-        for i, n in enumerate(self.names):
-            p[n] = jnp.asarray(x[i])
-        return p
+        return self.problem.params(jnp.asarray(x))
 
     @staticmethod
     def _vector(x):
@@ -135,14 +114,14 @@ class NLLCost:
     def device_value_and_grad(self, x):
         """-2 ln L and its gradient at the vector ``x`` as device arrays (no host copy): the
         compiled call behind :meth:`grad`, for timing and for callers that stay on the device."""
-        return self._vg(jnp.asarray(x), self.model, self._packed, self.data)
+        return self._vg(jnp.asarray(x), self.problem)
 
     def _eval(self, x):
         x = self._vector(x)
         if self._cache_x is None or not np.array_equal(x, self._cache_x):
             # the numpy vector goes to the compiled call as it is: on an H100 jnp.asarray first
             # added 0.28 ms per call (benchmarks/probes/cost_call_probe.py)
-            v, g = jax.device_get(self._vg_host(x, self.model, self._packed, self.data))
+            v, g = jax.device_get(self._vg_host(x, self.problem))
             self._cache_x, self._cache = x.copy(), (float(v), np.asarray(g))
         return self._cache
 
@@ -152,7 +131,7 @@ class NLLCost:
         xv = self._vector(x)
         if self._cache_x is not None and np.array_equal(xv, self._cache_x):
             return self._cache[0]
-        return float(self._value(xv, self.model, self._packed, self.data))
+        return float(self._value(xv, self.problem))
 
     def grad(self, *x) -> np.ndarray:
         self.n_grad += 1
@@ -165,7 +144,7 @@ class NLLCost:
         point. The same call gives the value and gradient there, which are kept as :meth:`grad`'s."""
         xv = self._vector(x)
         if self._hess_x is None or not np.array_equal(xv, self._hess_x):
-            v, g, H = jax.device_get(self._vgh(xv, self.model, self._packed, self.data))
+            v, g, H = jax.device_get(self._vgh(xv, self.problem))
             self._hess_x, self._hess_value = xv.copy(), np.asarray(H)
             self._cache_x, self._cache = xv.copy(), (float(v), np.asarray(g))
         return self._hess_value.copy()

@@ -1,6 +1,7 @@
 """Bounded JAX-native fits: one fit (:func:`newton_fit`), a batch of data sets (:func:`batch_fit`),
-and the pieces the MINUIT fit and the profile scans share (checked set-up, compiled solvers,
-:class:`FitResult` assembly with parameters on bounds and one-sided errors).
+and the pieces the MINUIT fit, the profile scans and the toys share (compiled solvers of a
+:class:`~nuejax.inference.problem.FitProblem`, the end-point test, :class:`FitResult` assembly
+with parameters on bounds and one-sided errors).
 
 Every entry point checks its inputs once, eagerly (model protocol, data shape and values,
 parameter names, starts and bounds) and then runs one compiled solver
@@ -10,23 +11,24 @@ or scan of the same structure does not recompile.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
-from dataclasses import dataclass, field
 from typing import Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ParameterError
-from ..model.checks import check_data, check_model, model_n_obs
-from ..model.parameters import unknown_name_message
+from ..model.likelihood import BinnedPoisson, poisson_nll
 from .newton import STATUS, kkt, minimize_bounded, snap_to_bounds
 from .newton import scale as newton_scale
-from .results import FitResult
+from .problem import FitProblem
+from .results import BatchFitResult, FitResult
 
-__all__ = ["BatchFitResult", "batch_fit", "newton_fit", "profile_starts", "EDM_TOL"]
+__all__ = ["EDM_TOL", "batch_fit", "compiled_solver", "end_point_report", "launch_size", "make_fit_result",
+           "newton_fit", "objective", "one_sided_errors", "profile_starts", "solve_batch", "value_grad_hess",
+           "value_grad_hessian"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
@@ -51,111 +53,35 @@ def launch_size(n: int, chunk: int | None, n_par: int = 1) -> int:
     return max(1, min(n, CPU_CHUNK, CPU_HESSIAN_ENTRIES // max(1, n_par) ** 2))
 
 
-# -- set-up ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Setup:
-    model: object
-    names: tuple  # fitted (profiled) parameters
-    fixed_names: tuple  # parameters set per point (scans)
-    base: dict  # full parameter mapping (fixed values, starts)
-    lower: tuple
-    upper: tuple
-    data: jax.Array
-
-
-def setup(model, data, *, names=None, fixed_names=(), init: Mapping | None = None, batch: bool = False,
-          exclude=()) -> Setup:
-    """Check everything a fit needs, once, and return it ready for the compiled solver."""
-    model = check_model(model)
-    ps = model.parameters
-    fixed_names = tuple(fixed_names)
-    for n in fixed_names:
-        ps[n]
-    if names is None:
-        names = tuple(n for n in ps.free_names if n not in fixed_names and n not in exclude)
-    else:
-        if isinstance(names, str):
-            names = (names,)
-        names = tuple(names)
-        for n in names:
-            if n not in ps.names:
-                raise ParameterError(unknown_name_message(n, ps.names))
-        dup = {n for n in names if names.count(n) > 1} | (set(names) & set(fixed_names))
-        if dup:
-            raise ParameterError(f"parameter(s) {sorted(dup)} listed twice (fitted and fixed, or repeated)")
-    if not names:
-        raise ParameterError("no parameter to fit: every parameter is fixed (release some with "
-                             "model.with_parameters(model.parameters.release(...)))")
-    init = ps.check_overrides(init, "start")
-    arrays = {k: v for k, v in init.items() if np.ndim(v) > 0}
-    if arrays and not batch:
-        raise ParameterError(f"start values must be scalars, got arrays for {sorted(arrays)}")
-    base = ps.values({k: v for k, v in init.items() if k not in arrays})
-    n_obs = model_n_obs(model)
-    counts = check_data(data, n_obs, batch=batch)
-    if n_obs is None:  # a user model without n_obs: at least the length must be consistent
-        ref = base
-        try:
-            jax.eval_shape(lambda p, d: model.nll(p, d), ref, jnp.asarray(counts[0] if batch else counts))
-        except Exception as err:  # noqa: BLE001 - report what the model said about this data
-            raise ParameterError(f"model.nll fails on data of shape {counts.shape[-1:]}: {err}") from err
-    lo, hi = ps.bounds(names)
-    dtype = jnp.result_type(float)
-    if arrays:
-        n_sets = counts.shape[0]
-        for k, v in arrays.items():
-            if k not in names:
-                raise ParameterError(f"per-data-set start values are for fitted parameters; {k} is not fitted")
-            if np.shape(v) != (n_sets,):
-                raise ParameterError(f"start values of {k} have shape {np.shape(v)}, expected ({n_sets},)")
-        base = {**base, **{k: jnp.asarray(v, dtype=dtype) for k, v in arrays.items()}}
-    return Setup(model, names, fixed_names, base, _floats(lo), _floats(hi), jnp.asarray(counts, dtype=dtype))
-
-
-def _floats(a) -> tuple:
-    return tuple(float(v) for v in np.asarray(a))
-
-
-def start_vector(s: Setup) -> jax.Array:
-    return jnp.stack([jnp.asarray(s.base[n]) for n in s.names], axis=-1)
-
-
 # -- compiled solvers -----------------------------------------------------------------------------
-def _params(x, args, names, fixed_names) -> dict:
-    fixed_vals, _, base, _ = args
-    p = dict(base)
-    for i, n in enumerate(fixed_names):
-        p[n] = fixed_vals[i]
-    for i, n in enumerate(names):
-        p[n] = x[i]
-    return p
-
-
-def objective(x, args, *, names, fixed_names):
-    """-2 ln L as a function of the fitted parameters ``x``; ``args = (fixed_values, model, base, data)``.
-
-    The model is an argument, not a closure: its tensors stay device buffers instead of being
-    compiled into the program as constants.
-    """
-    return args[1].nll(_params(x, args, names, fixed_names), args[3])
+def objective(x, args):
+    """-2 ln L as a function of the fitted parameters ``x``; ``args = (problem, fixed_values)``
+    (:meth:`~nuejax.inference.problem.FitProblem.objective`). The problem is an argument, not a
+    closure: the model's tensors stay device buffers instead of compile-time constants."""
+    problem, fixed = args
+    return problem.objective(x, fixed)
 
 
 def linear_mask(model, names) -> tuple | None:
     """Which of ``names`` the model's expectation is jointly affine in (``model.linear_parameters``),
-    or None where the model declares none of them (then :func:`value_grad_hessian` uses plain
-    autodiff). Static: read from the model's static fields, also while tracing."""
+    or None where the model declares none of them or its likelihood is not the binned Poisson one
+    (then :func:`value_grad_hessian` uses plain autodiff). Static: read from the model's static
+    fields, also while tracing."""
+    if not isinstance(getattr(model, "likelihood", None), BinnedPoisson):
+        return None
     lin = set(getattr(model, "linear_parameters", ()) or ())
     mask = tuple(n in lin for n in names)
     return mask if any(mask) else None
 
 
-def value_grad_hessian(x, args, *, names, fixed_names):
+def value_grad_hessian(x, args):
     r"""-2 ln L, its gradient and its exact Hessian in the fitted parameters ``x`` (``args`` as
     in :func:`objective`).
 
     For a model that declares ``linear_parameters`` (its expectation :math:`\mu(x)` is jointly
-    affine in them, and -2 ln L is ``poisson_nll(expected) + constraint_nll``), the Hessian is
-    assembled from the Poisson structure instead of differentiating the whole likelihood twice:
+    affine in them, and -2 ln L is the binned Poisson term of ``expected`` plus ``constraint_nll``),
+    the Hessian is assembled from the Poisson structure instead of differentiating the whole
+    likelihood twice:
 
     .. math::
         H = J^\top \mathrm{diag}(2n/\mu^2)\,J + \sum_j r_j \nabla^2\mu_j + \nabla^2 C,
@@ -166,20 +92,18 @@ def value_grad_hessian(x, args, *, names, fixed_names):
     *non-linear* parameters only: its block between two linear parameters vanishes, and its
     linear-non-linear blocks are the transposed rows. On the default general model (25 free,
     7 non-linear) this is 163 ms against 403 ms on 2 CPU cores (``benchmarks/NOTES.md``); the
-    result equals ``jax.hessian`` to rounding (tests). Declared by :class:`SpectralModel` and
-    :class:`FloatingResponseModel` (19 free: 0.6 s against 1.9 s); the fast path (``FastModel``)
-    declares nothing, as its autodiff Hessian is as fast. Other models: ``jax.hessian``.
+    result equals ``jax.hessian`` to rounding (tests). The stages declare their linear
+    parameters (:attr:`~nuejax.model.pipeline.Model.linear_parameters`); other models:
+    ``jax.hessian``.
     """
-    model, data = args[1], args[3]
-    mask = linear_mask(model, names)
-    f = functools.partial(objective, names=names, fixed_names=fixed_names)
+    problem, fixed = args
+    model, data = problem.model, problem.data
+    mask = linear_mask(model, problem.names)
     if mask is None:
-        v, g = jax.value_and_grad(f)(x, args)
-        return v, g, jax.hessian(f)(x, args)
-    from ..model.likelihood import poisson_nll
-
-    mu_fn = lambda y: model.expected(_params(y, args, names, fixed_names))  # noqa: E731
-    c_fn = lambda y: model.constraint_nll(_params(y, args, names, fixed_names))  # noqa: E731
+        v, g = jax.value_and_grad(objective)(x, args)
+        return v, g, jax.hessian(objective)(x, args)
+    mu_fn = lambda y: model.expected(problem.params(y, fixed))  # noqa: E731
+    c_fn = lambda y: model.constraint_nll(problem.params(y, fixed), problem.aux)  # noqa: E731
     n_par = x.shape[0]
     eye = jnp.eye(n_par, dtype=x.dtype)
     mu, lin = jax.linearize(mu_fn, x)
@@ -199,17 +123,15 @@ def value_grad_hessian(x, args, *, names, fixed_names):
     return poisson_nll(mu, n) + vc, J.T @ r + gc, 0.5 * (H + H.T)
 
 
-def _solve(fixed_vals, model, base, data, x0, *, names, fixed_names, lo, hi, max_iter, edm_tol, single=False):
-    f = functools.partial(objective, names=names, fixed_names=fixed_names)
-    vgh = None
-    if linear_mask(model, names) is not None:
-        vgh = functools.partial(value_grad_hessian, names=names, fixed_names=fixed_names)
-    args = (fixed_vals, model, base, data)
+def _solve(problem, fixed, x0, *, max_iter, edm_tol, single=False):
+    vgh = value_grad_hessian if linear_mask(problem.model, problem.names) is not None else None
+    args = (problem, fixed)
+    lo, hi = problem.lower, problem.upper
     if x0.ndim == 2:  # candidate starts (profile_starts): the lowest finite -2 ln L in the box
         cand = jnp.clip(x0, jnp.asarray(lo, dtype=x0.dtype), jnp.asarray(hi, dtype=x0.dtype))
-        fs = jax.vmap(lambda x: f(x, args))(cand)
+        fs = jax.vmap(lambda x: objective(x, args))(cand)
         x0 = cand[jnp.argmin(jnp.where(jnp.isfinite(fs), fs, jnp.inf))]
-    return minimize_bounded(f, x0, args, lo, hi, max_iter=max_iter, edm_tol=edm_tol, vgh=vgh, single=single)
+    return minimize_bounded(objective, x0, args, lo, hi, max_iter=max_iter, edm_tol=edm_tol, vgh=vgh, single=single)
 
 
 def profile_starts(fit: FitResult, fixed_names: tuple, names: tuple, points, lower, upper) -> np.ndarray:
@@ -237,30 +159,56 @@ def profile_starts(fit: FitResult, fixed_names: tuple, names: tuple, points, low
     return np.stack([pred, np.broadcast_to(np.clip(xf, lower, upper), pred.shape)], axis=1)
 
 
+def _solve_data(problem, data, aux, fixed, x0, **kw):
+    return _solve(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0, **kw)
+
+
 @functools.lru_cache(maxsize=None)
-def compiled_solver(names: tuple, fixed_names: tuple, lo: tuple, hi: tuple, max_iter: int, edm_tol: float,
-                    batch: str | None):
-    """The jitted solver, ``vmap``-ped over scan points and their starts (``batch='fixed'``: starts
-    (n, d), or (n, c, d) candidates of which each fit takes the lowest, :func:`profile_starts`) or
-    data sets and starts (``batch='data'``); cached so that a second fit or scan of the same
-    structure does not recompile."""
-    solve = functools.partial(_solve, names=names, fixed_names=fixed_names, lo=lo, hi=hi, max_iter=max_iter,
-                              edm_tol=edm_tol, single=batch is None)
+def compiled_solver(max_iter: int, edm_tol: float, batch: str | None):
+    """The jitted solver of a :class:`~nuejax.inference.problem.FitProblem` (compiled per problem
+    structure: its fitted and per-point names and bounds), called
+
+    * ``batch=None``: ``solve(problem, fixed, x0)``, one fit;
+    * ``batch='fixed'``: ``solve(problem, fixed, x0)`` ``vmap``-ped over scan points ``fixed``
+      (n, k) and their starts (n, d), or (n, c, d) candidates of which each fit takes the lowest
+      (:func:`profile_starts`);
+    * ``batch='data'`` / ``'data_aux'``: ``solve(problem, data, aux, fixed, x0)`` ``vmap``-ped over
+      data sets (n, n_obs), starts (n, d) and, with ``'data_aux'``, flat auxiliary measurements
+      (n, n_aux); the problem's own data (and, with ``'data_aux'``, its aux) are not read.
+
+    Cached, so that a second fit or scan of the same structure does not recompile."""
+    opts = dict(max_iter=max_iter, edm_tol=edm_tol, single=batch is None)
     if batch == "fixed":
-        solve = jax.vmap(solve, in_axes=(0, None, None, None, 0))
-    elif batch == "data":
-        solve = jax.vmap(solve, in_axes=(None, None, None, 0, 0))
-    return jax.jit(solve)
+        return jax.jit(jax.vmap(functools.partial(_solve, **opts), in_axes=(None, 0, 0)))
+    if batch in ("data", "data_aux"):
+        axes = (None, 0, 0 if batch == "data_aux" else None, None, 0)
+        return jax.jit(jax.vmap(functools.partial(_solve_data, **opts), in_axes=axes))
+    return jax.jit(functools.partial(_solve, **opts))
 
 
-@functools.lru_cache(maxsize=None)
-def _compiled_vgh(names: tuple, fixed_names: tuple):
-    return jax.jit(functools.partial(value_grad_hessian, names=names, fixed_names=fixed_names))
+def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None, rows=None):
+    """Fit every data set of a batch problem (data (n, n_obs), aux batched or nominal) from the
+    starts ``x0`` (n, d), in launches of ``chunk`` rows (:func:`launch_size`): a
+    :class:`~nuejax.inference.newton.NewtonResult` of numpy arrays with a leading axis n."""
+    n = problem.data.shape[0]
+    batched = problem.aux_batched
+    solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data")
+    shell = dataclasses.replace(problem, data=None, aux_flat=None)
+    fixed = jnp.zeros(0, dtype=problem.values.dtype)
+    step = launch_size(n, chunk, len(problem.names))
+    outs = []
+    for a in range(0, n, step):
+        aux = problem.aux_flat[a:a + step] if batched else problem.aux_flat
+        outs.append(solve(shell, problem.data[a:a + step], aux, fixed, x0[a:a + step]))
+    return jax.tree_util.tree_map(lambda *v: np.concatenate([np.asarray(u) for u in v]), *outs)
 
 
-def value_grad_hess(s: Setup, x):
+_vgh_jit = jax.jit(value_grad_hessian)
+
+
+def value_grad_hess(problem, x):
     """-2 ln L, gradient and Hessian at the fitted-parameter vector ``x`` (numpy)."""
-    v, g, H = _compiled_vgh(s.names, ())(jnp.asarray(x), (jnp.zeros(0), s.model, s.base, s.data))
+    v, g, H = _vgh_jit(jnp.asarray(x), (problem, jnp.zeros(0, dtype=problem.values.dtype)))
     return float(v), np.asarray(g), np.asarray(H)
 
 
@@ -277,7 +225,7 @@ def _host_device():
         return None
 
 
-def end_point_report(s: Setup, x, edm_tol: float, vgh=None) -> tuple:
+def end_point_report(s: FitProblem, x, edm_tol: float, vgh=None) -> tuple:
     """The KKT test at ``x`` (numpy in, Python out), and whether the bound-constrained solver
     started there would move a coordinate onto a bound at its end (:func:`snap_to_bounds`):
     ``(converged, edm, at_bound dict, min_eig, fval, g, H, snaps)``.
@@ -302,7 +250,7 @@ def bound_flags(names, at_lo, at_hi) -> dict:
 
 
 # -- one-sided errors at a bound --------------------------------------------------------------------
-def one_sided_errors(s: Setup, x, fval: float, at_bound: dict, H, *, level: float = 1.0) -> dict:
+def one_sided_errors(s: FitProblem, x, fval: float, at_bound: dict, H, *, level: float = 1.0) -> dict:
     """For each parameter on a bound, the distance inward at which the profile -2 ln L (every
     other fitted parameter minimised) rises by ``level`` (1: the one-sided 1σ error), found on a
     geometric grid of profiled points and refined by interpolation; ``None`` where it does not
@@ -355,26 +303,23 @@ def one_sided_errors(s: Setup, x, fval: float, at_bound: dict, H, *, level: floa
     return out
 
 
-def _profile(s: Setup, name, others, x, values):
-    lo = tuple(s.lower[s.names.index(n)] for n in others)
-    hi = tuple(s.upper[s.names.index(n)] for n in others)
-    solve = compiled_solver(others, (name,), lo, hi, 100, EDM_TOL, "fixed")
+def _profile(s: FitProblem, name, others, x, values):
+    sub = s.with_names(others, (name,))
+    solve = compiled_solver(100, EDM_TOL, "fixed")
     x0 = jnp.asarray([x[s.names.index(n)] for n in others])
-    res = solve(jnp.asarray(np.asarray(values, dtype=float))[:, None], s.model, s.base, s.data,
-                jnp.broadcast_to(x0, (len(values),) + x0.shape))
+    res = solve(sub, jnp.asarray(np.asarray(values, dtype=float))[:, None], jnp.broadcast_to(x0, (len(values),) + x0.shape))
     # a profile fit that did not converge is not a profile value (it lies too high)
     return np.where(np.asarray(res.converged), np.asarray(res.fun), np.nan)
 
 
-def _plain_profile(s: Setup, name, values):
-    def one(v):
-        return s.model.nll({**s.base, name: v}, s.data)
-
-    return np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(np.asarray(values, dtype=float))))
+def _plain_profile(s: FitProblem, name, values):
+    sub = s.with_names((), (name,))
+    one = jax.jit(jax.vmap(lambda pr, v: pr.objective(jnp.zeros(0, v.dtype), v[None]), in_axes=(None, 0)))
+    return np.asarray(one(sub, jnp.asarray(np.asarray(values, dtype=float))))
 
 
 # -- results ----------------------------------------------------------------------------------------
-def make_fit_result(s: Setup, x, fval: float, *, valid: bool, reason: str, minimizer: str, nfcn: int, ngrad: int,
+def make_fit_result(s: FitProblem, x, fval: float, *, valid: bool, reason: str, minimizer: str, nfcn: int, ngrad: int,
                     edm: float, at_bound: dict, H, seconds: float, minos=None, diagnostics=None,
                     one_sided: bool = True) -> FitResult:
     """A :class:`FitResult` with the covariance 2 H⁻¹ on the free subspace (parameters on a bound
@@ -396,27 +341,26 @@ def make_fit_result(s: Setup, x, fval: float, *, valid: bool, reason: str, minim
     if any(free[i] and errors[n] is None for i, n in enumerate(s.names)) and valid:
         valid, reason = False, "covariance not positive definite on the free parameters"
     one = one_sided_errors(s, x, fval, at_bound, H) if (one_sided and at_bound) else {}
-    host = jax.device_get(dict(s.base))  # one transfer, not one per value (keys come back sorted)
-    params = {kk: float(host[kk]) if np.ndim(host[kk]) == 0 else np.asarray(host[kk]).tolist() for kk in s.base}
-    params.update({n: float(x[i]) for i, n in enumerate(s.names)})
     return FitResult(names=tuple(s.names), values={n: float(x[i]) for i, n in enumerate(s.names)}, errors=errors,
                      covariance=cov, fval=float(fval), valid=bool(valid), nfcn=int(nfcn), ngrad=int(ngrad),
-                     edm=float(edm), params=params, minos=minos, minimizer=minimizer, seconds=float(seconds),
+                     edm=float(edm), params=s.host_params(x), minos=minos, minimizer=minimizer, seconds=float(seconds),
                      at_bound=dict(at_bound), one_sided=one, reason=reason, diagnostics=dict(diagnostics or {}))
 
 
-def newton_fit(model, data, init: Mapping | None = None, *, names=None, max_iter: int = 100,
+def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None, max_iter: int = 100,
                edm_tol: float = EDM_TOL, one_sided: bool = True) -> FitResult:
     """Fit ``names`` (default: the free parameters) with the bound-constrained Newton solver
     (:func:`~nuejax.inference.newton.minimize_bounded`): ``valid`` means the KKT test passed.
 
     Same :class:`FitResult` as :func:`~nuejax.inference.fit`; errors from 2 H⁻¹ on the free
-    subspace, one-sided errors (profile Δ(-2 ln L) = 1) for parameters on a bound.
+    subspace, one-sided errors (profile Δ(-2 ln L) = 1) for parameters on a bound. ``aux``: the
+    auxiliary measurements (default: the model's nominal ones). ``model`` may be a
+    :class:`~nuejax.inference.problem.FitProblem` (then ``data``, ``init``, ``names`` and ``aux``
+    are its own: pass None).
     """
     t0 = time.perf_counter()
-    s = setup(model, data, names=names, init=init)
-    solve = compiled_solver(s.names, (), s.lower, s.upper, int(max_iter), float(edm_tol), None)
-    res = solve(jnp.zeros(0), s.model, s.base, s.data, start_vector(s))
+    s = model if isinstance(model, FitProblem) else FitProblem.create(model, data, names=names, init=init, aux=aux)
+    res = compiled_solver(int(max_iter), float(edm_tol), None)(s, jnp.zeros(0, dtype=s.values.dtype), s.start())
     at_bound = bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
     status = int(res.status)
     return make_fit_result(s, res.x, float(res.fun), valid=bool(res.converged), reason="" if status == 0 else STATUS[status],
@@ -426,51 +370,7 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, max_iter
                            diagnostics={"status": status, "min_eig": float(res.min_eig)}, one_sided=one_sided)
 
 
-# -- batches ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BatchFitResult:
-    """Fits of a batch of data sets: one array per fitted parameter (``values[name]``, shape (n,)),
-    ``fval``, ``converged`` (the KKT test), ``n_iter``, ``edm``, ``status`` (see
-    :data:`~nuejax.inference.newton.STATUS`), and per parameter a bool array ``at_lower`` /
-    ``at_upper`` (on that bound with an outward gradient)."""
-
-    names: tuple
-    values: dict
-    fval: np.ndarray
-    converged: np.ndarray
-    n_iter: np.ndarray
-    edm: np.ndarray
-    status: np.ndarray
-    at_lower: dict
-    at_upper: dict
-    seconds: float = 0.0
-    diagnostics: dict = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return int(self.fval.shape[0])
-
-    def to_dict(self) -> dict:
-        arr = lambda a: np.asarray(a).tolist()  # noqa: E731
-        return {"names": list(self.names), "values": {k: arr(v) for k, v in self.values.items()},
-                "fval": arr(self.fval), "converged": arr(self.converged), "n_iter": arr(self.n_iter),
-                "edm": [None if not np.isfinite(e) else float(e) for e in self.edm], "status": arr(self.status),
-                "at_lower": {k: arr(v) for k, v in self.at_lower.items()},
-                "at_upper": {k: arr(v) for k, v in self.at_upper.items()}, "seconds": self.seconds,
-                "diagnostics": self.diagnostics}
-
-    def __str__(self) -> str:
-        n = len(self)
-        conv = int(np.sum(self.converged))
-        lines = [f"batch_fit: {n} data sets, {conv} converged (KKT), median {np.median(self.n_iter):.0f} iterations, "
-                 f"{self.seconds:.2f} s"]
-        for name in self.names:
-            v = self.values[name]
-            nb = int(np.sum(self.at_lower[name] | self.at_upper[name]))
-            lines.append(f"  {name:<16} mean {np.mean(v):.6g}  std {np.std(v):.4g}" + (f"  ({nb} on a bound)" if nb else ""))
-        return "\n".join(lines)
-
-
-def batch_fit(model, data, init: Mapping | None = None, names=None, *, max_iter: int = 100,
+def batch_fit(model, data, init: Mapping | None = None, names=None, *, aux=None, max_iter: int = 100,
               edm_tol: float = EDM_TOL, chunk: int | None = None) -> BatchFitResult:
     """Fit every row of ``data`` (shape (n, n_obs)): one compiled, ``vmap``-ped launch of the
     bound-constrained Newton solver (``chunk`` splits it into launches of that many rows; on the
@@ -478,19 +378,15 @@ def batch_fit(model, data, init: Mapping | None = None, names=None, *, max_iter:
 
     ``init`` sets starting values (scalars, or arrays of shape (n,) for fitted parameters) and
     the values of fixed parameters; ``names`` chooses the fitted parameters (default: the free
-    ones). ``converged`` is the KKT test of :func:`~nuejax.inference.newton.kkt`: it is never
-    true at a point that is not a minimum.
+    ones); ``aux`` the auxiliary measurements (default: nominal; each entry with a leading axis n
+    for one per data set, as toys draw them, :meth:`~nuejax.model.protocol.AbstractModel.draw_toy`).
+    ``converged`` is the KKT test of :func:`~nuejax.inference.newton.kkt`: it is never true at a
+    point that is not a minimum.
     """
     t0 = time.perf_counter()
-    s = setup(model, data, names=names, init=init, batch=True)
+    s = FitProblem.create(model, data, names=names, init=init, aux=aux, batch=True)
     n = s.data.shape[0]
-    x0 = jnp.stack([jnp.broadcast_to(jnp.asarray(s.base[k]), (n,)) for k in s.names], axis=-1)
-    base = {k: v for k, v in s.base.items() if jnp.ndim(v) == 0}
-    base.update({k: v[0] for k, v in s.base.items() if jnp.ndim(v) > 0})  # per-set starts live in x0
-    solve = compiled_solver(s.names, (), s.lower, s.upper, int(max_iter), float(edm_tol), "data")
-    step = launch_size(n, chunk, len(s.names))
-    outs = [solve(jnp.zeros(0), s.model, base, s.data[a:a + step], x0[a:a + step]) for a in range(0, n, step)]
-    res = jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
+    res = solve_batch(s, s.batch_starts(n, init), max_iter=max_iter, edm_tol=edm_tol, chunk=chunk)
     names = s.names
     return BatchFitResult(names, {k: res.x[:, i] for i, k in enumerate(names)}, res.fun, res.converged.astype(bool),
                           res.n_iter, res.edm, res.status,

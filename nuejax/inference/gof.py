@@ -14,19 +14,15 @@ whose deviance is at least the observed one. Constraint centres are not fluctuat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ModelProtocolError
-from ..model.checks import check_model
-from ..model.likelihood import poisson_draw, poisson_parts
-from .fitting import batch_fit, setup
-from .results import FitResult
+from .fitting import batch_fit
+from .problem import FitProblem
+from .results import FitResult, GoodnessOfFit
 
-__all__ = ["GoodnessOfFit", "goodness_of_fit", "saturated_deviance"]
+__all__ = ["goodness_of_fit", "saturated_deviance"]
 
 
 def saturated_deviance(mu, n) -> jax.Array:
@@ -38,43 +34,19 @@ def saturated_deviance(mu, n) -> jax.Array:
     return 2.0 * jnp.sum(mu - n + log_term, axis=-1)
 
 
-@dataclass(frozen=True)
-class GoodnessOfFit:
-    """Deviance ``deviance`` with ``ndof`` degrees of freedom, asymptotic ``p_chi2`` and, when
-    toys were run, ``p_toys`` from ``n_toys_converged`` of ``n_toys`` toys (their deviances in
-    ``toy_deviances``)."""
-
-    deviance: float
-    ndof: int
-    p_chi2: float
-    p_toys: float | None = None
-    n_toys: int = 0
-    n_toys_converged: int = 0
-    toy_deviances: tuple = field(default=(), repr=False)
-
-    def to_dict(self) -> dict:
-        return {"deviance": self.deviance, "ndof": self.ndof, "p_chi2": self.p_chi2, "p_toys": self.p_toys,
-                "n_toys": self.n_toys, "n_toys_converged": self.n_toys_converged,
-                "toy_deviances": list(self.toy_deviances)}
-
-
 def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None, chunk: int | None = None
                     ) -> GoodnessOfFit:
     """Saturated-model deviance of ``result`` (a fit of ``model`` to ``data``) and its p-values.
 
     ``n_toys > 0`` adds the toy p-value (``key``: a ``jax.random`` key, default ``PRNGKey(0)``).
-    The model needs ``expected(params)`` besides the fitting protocol.
     """
     from scipy.stats import chi2
 
-    model = check_model(model)
     if not isinstance(result, FitResult):
         raise TypeError(f"result must be a FitResult of this model and data, got {type(result).__name__}")
-    s = setup(model, data, names=result.names, init={k: v for k, v in result.params.items()
-                                                     if k in model.parameters and np.ndim(v) == 0})
-    if not hasattr(s.model, "expected"):
-        raise ModelProtocolError(f"goodness of fit needs {type(model).__name__}.expected(params)")
-    best = {k: jnp.asarray(v, dtype=s.data.dtype) for k, v in s.base.items()}
+    s = FitProblem.create(model, data, names=result.names,
+                          init={k: v for k, v in result.params.items() if k in model.parameters and np.ndim(v) == 0})
+    best = s.params(s.start())
     mu = s.model.expected(best)
     dev = float(saturated_deviance(mu, s.data))
     # every fitted parameter counts, Gaussian-constrained ones too (a conservative convention)
@@ -83,24 +55,16 @@ def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None
     if n_toys <= 0:
         return GoodnessOfFit(dev, ndof, p_chi2)
     key = jax.random.PRNGKey(0) if key is None else key
-    toys = poisson_draw(key, mu, (int(n_toys),) + mu.shape, parts=poisson_parts(np.max(np.asarray(mu), initial=0.0)))
-    fits = batch_fit(s.model, toys, {k: float(v) for k, v in best.items()}, result.names, chunk=chunk)
-
+    toys = s.model.pseudo_data(key, best, int(n_toys))
+    fits = batch_fit(s.model, toys, s.host_params(), result.names, chunk=chunk)
     x = jnp.stack([jnp.asarray(fits.values[n]) for n in result.names], axis=-1)
-    devs = np.asarray(_toy_deviances(x, toys, s.model, best, tuple(result.names)))
+    devs = np.asarray(_toy_deviances(x, toys, s))
     ok = fits.converged
     p_toys = float(np.mean(devs[ok] >= dev)) if ok.any() else None
     return GoodnessOfFit(dev, ndof, p_chi2, p_toys, int(n_toys), int(ok.sum()), tuple(float(d) for d in devs[ok]))
 
 
-def _toy_deviances(x, toys, model, base, names):
-    # the model is an argument (not a closure): its tensors are not compiled in as constants
-    f = jax.jit(jax.vmap(lambda xi, ci, m, b: _dev(xi, ci, m, b, names), in_axes=(0, 0, None, None)))
-    return f(x, toys, model, base)
-
-
-def _dev(x, counts, model, base, names):
-    p = dict(base)
-    for i, n in enumerate(names):
-        p[n] = x[i]
-    return saturated_deviance(model.expected(p), counts)
+@jax.jit
+def _toy_deviances(x, toys, problem):
+    # the problem is an argument (not a closure): the model's tensors are not compiled in as constants
+    return jax.vmap(lambda xi, ci: saturated_deviance(problem.model.expected(problem.params(xi)), ci))(x, toys)

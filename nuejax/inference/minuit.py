@@ -19,12 +19,12 @@ import time
 import warnings
 from typing import Mapping
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .cost import NLLCost
-from .fitting import bound_flags, compiled_solver, end_point_report, make_fit_result, setup
+from .fitting import bound_flags, compiled_solver, end_point_report, make_fit_result
+from .problem import FitProblem
 from .newton import STATUS
 from .results import FitResult
 
@@ -40,12 +40,14 @@ def _migrad_problems(fmin) -> list:
     return out
 
 
-def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, strategy: int = 1,
+def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, minos=False, strategy: int = 1,
         tol: float = 0.001, ncall: int | None = None, one_sided: bool = True) -> FitResult:
     """Minimise -2 ln L of ``model`` on ``data`` with MIGRAD, then check the KKT conditions.
 
     ``init`` overrides starting values (and the values of fixed parameters); ``names`` chooses the
-    free parameters (default: the model's free ones). ``tol`` is MIGRAD's tolerance: it stops at
+    free parameters (default: the model's free ones); ``aux`` the auxiliary measurements of the
+    constraint terms (default: nominal). The inputs are checked once (a
+    :class:`~nuejax.inference.problem.FitProblem`, which ``model`` may also be). ``tol`` is MIGRAD's tolerance: it stops at
     EDM < 0.002 × tol × errordef, and the KKT test uses the same EDM goal. The covariance is 2 H⁻¹
     on the free subspace with H the exact autodiff Hessian at the minimum; a parameter on a bound
     gets a one-sided error (profile Δ(-2 ln L) = 1, ``one_sided=True``) instead of a symmetric
@@ -55,10 +57,9 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     from iminuit import Minuit
 
     t0 = time.perf_counter()
-    s = setup(model, data, names=names, init=init)
-    cost = NLLCost(s.model, s.data, s.names, fixed=init)
-    start = jax.device_get(dict(cost.base))  # one transfer, not one per parameter
-    x0 = np.array([float(start[n]) for n in cost.names])
+    s = model if isinstance(model, FitProblem) else FitProblem.create(model, data, names=names, init=init, aux=aux)
+    cost = NLLCost(s)
+    x0 = np.array([cost.base[n] for n in cost.names])
     with warnings.catch_warnings():
         # NLLCost.g2 is needed (see its docstring) though iminuit says the Hessian overrides it.
         warnings.filterwarnings("ignore", message="hessian overrides g2")
@@ -82,8 +83,8 @@ def fit(model, data, init: Mapping | None = None, *, names=None, minos=False, st
     else:
         # The bound-constrained solver continues from MIGRAD's end point: on a bound it moves
         # the parameter onto it; short of the minimum it finishes the job.
-        solve = compiled_solver(s.names, (), s.lower, s.upper, 100, float(edm_goal), None)
-        res = solve(jnp.zeros(0), s.model, s.base, s.data, jnp.asarray(x_m))
+        solve = compiled_solver(100, float(edm_goal), None)
+        res = solve(s, jnp.zeros(0, dtype=s.values.dtype), jnp.asarray(x_m))
     n_iter = 0 if res is None else int(res.n_iter)
     problems = _migrad_problems(m.fmin)
     diagnostics = {"migrad_valid": bool(m.valid), "migrad_fval": float(m.fval), "migrad_edm": float(m.fmin.edm),

@@ -1,5 +1,9 @@
-r"""Typed result containers for fits and scans: plain data that prints, plots and round-trips
-through JSON (``to_dict``/``from_dict``, ``save``/``load``).
+r"""Every result of :mod:`nuejax.inference` in one module: frozen containers of plain data that print
+and round-trip through JSON (``to_dict``/``from_dict``, ``save``/``load``): fits
+(:class:`FitResult`, :class:`BatchFitResult`), profile scans (:class:`ScanResult`,
+:class:`Scan2DResult`), Neyman constructions (:class:`FeldmanCousinsResult`, :class:`CLsResult`,
+:class:`CoverageResult`) and goodness of fit (:class:`GoodnessOfFit`). Plots of them are in
+:mod:`nuejax.plotting`; the thresholds and interval helpers in :mod:`nuejax.inference.intervals`.
 
 Interval conventions (asymptotic, Wilks; Cowan, Cranmer, Gross, Vitells, *Eur. Phys. J. C* 71
 (2011) 1554, "CCGV" below):
@@ -25,36 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FitResult", "ScanResult", "Scan2DResult", "Interval", "interval_from_profile", "two_sided_threshold",
-           "one_sided_threshold", "versions", "load_result"]
+from .intervals import (DCHI2_90, Interval, crossings, interval_from_profile, one_sided_threshold,
+                        regions_from_profile, two_sided_threshold)
 
-#: Delta chi^2 thresholds at 90 % CL for one and two parameters (Wilks).
-DCHI2_90 = {1: 2.705543454095404, 2: 4.605170185988091}
 SCHEMA = 1
 
-
-def two_sided_threshold(cl: float, ndof: int = 1) -> float:
-    """:math:`\\chi^2_{n}` quantile at ``cl`` (2.706 for one parameter at 90 % CL)."""
-    from scipy.stats import chi2
-
-    _check_cl(cl)
-    return float(chi2.ppf(cl, ndof))
-
-
-def one_sided_threshold(cl: float) -> float:
-    """:math:`\\chi^2_1` quantile at 2 CL − 1 (1.642 at 90 % CL): one-sided limit with
-    :math:`\\tilde q_\\mu` (module docstring)."""
-    from scipy.stats import chi2
-
-    _check_cl(cl)
-    if cl <= 0.5:
-        raise ValueError(f"a one-sided limit needs cl > 0.5, got {cl}")
-    return float(chi2.ppf(2.0 * cl - 1.0, 1))
-
-
-def _check_cl(cl):
-    if not (isinstance(cl, (int, float)) and 0.0 < cl < 1.0):
-        raise ValueError(f"confidence level must be a number in (0, 1), got {cl!r}")
+__all__ = ["BatchFitResult", "CLsResult", "CoverageResult", "FeldmanCousinsResult", "FitResult", "GoodnessOfFit",
+           "Saveable", "Scan2DResult", "ScanResult", "array_from_json", "json_array", "json_float", "json_pair",
+           "load_result", "num_or_nan", "versions"]
 
 
 def versions() -> dict:
@@ -99,9 +81,11 @@ class Saveable:
 
 
 def load_result(path):
-    """Load any saved :class:`FitResult`, :class:`ScanResult` or :class:`Scan2DResult`."""
+    """Load any saved result (:class:`FitResult`, :class:`ScanResult`, :class:`Scan2DResult`,
+    :class:`FeldmanCousinsResult`, :class:`CLsResult`, :class:`CoverageResult`)."""
     d = json.loads(Path(path).read_text())
-    kinds = {c.__name__: c for c in (FitResult, ScanResult, Scan2DResult)}
+    kinds = {c.__name__: c for c in (FitResult, ScanResult, Scan2DResult, FeldmanCousinsResult, CLsResult,
+                                     CoverageResult)}
     if d.get("kind") not in kinds:
         raise ValueError(f"{path}: not a saved nuejax result (kind = {d.get('kind')!r})")
     return kinds[d["kind"]].from_dict(d)
@@ -159,17 +143,6 @@ class FitResult(Saveable):
                 out[p.name] = (float(self.params[p.name]) - c) / s
         return out
 
-    def plot_correlation(self, ax=None, **kw):
-        """Correlation-matrix heat map (:func:`nuejax.plotting.plot_correlation`)."""
-        from ..plotting import plot_correlation
-
-        return plot_correlation(self, ax=ax, **kw)
-
-    def plot_pulls(self, parameters, ax=None, **kw):
-        """Pulls of the constrained parameters (:func:`nuejax.plotting.plot_pulls`)."""
-        from ..plotting import plot_pulls
-
-        return plot_pulls(self, parameters, ax=ax, **kw)
 
     def error_text(self, name: str) -> str:
         if name in self.at_bound:
@@ -258,74 +231,6 @@ def _jsonable(x):
     return x
 
 
-class Interval(tuple):
-    """``(lower, upper)`` that unpacks like a tuple and says how it was obtained: ``cl``,
-    ``convention`` (text), ``threshold`` (the Δχ² level). A side is ``None`` when the profile
-    does not cross the threshold inside the scanned range."""
-
-    def __new__(cls, lower, upper, *, cl: float, convention: str, threshold: float):
-        obj = super().__new__(cls, (lower, upper))
-        obj.cl, obj.convention, obj.threshold = cl, convention, threshold
-        return obj
-
-    def __reduce__(self):
-        return (_make_interval, (self[0], self[1], self.cl, self.convention, self.threshold))
-
-    @property
-    def lower(self):
-        return self[0]
-
-    @property
-    def upper(self):
-        return self[1]
-
-    def __repr__(self) -> str:
-        return f"Interval({self[0]!r}, {self[1]!r}, cl={self.cl}, {self.convention})"
-
-
-def _make_interval(lo, hi, cl, convention, threshold):
-    return Interval(lo, hi, cl=cl, convention=convention, threshold=threshold)
-
-
-def interval_from_profile(x, dchi2, level):
-    """Where the profile crosses ``level``, by linear interpolation around its minimum.
-
-    Returns ``(lower, upper)``; a side that does not cross inside the scanned range is ``None``.
-    """
-    x = np.asarray(x)
-    d = np.asarray(dchi2)
-    i0 = int(np.argmin(d))
-    lo = hi = None
-    for i in range(i0, 0, -1):
-        if d[i - 1] >= level > d[i] or d[i - 1] > level >= d[i]:
-            lo = float(x[i - 1] + (level - d[i - 1]) * (x[i] - x[i - 1]) / (d[i] - d[i - 1]))
-            break
-    for i in range(i0, len(x) - 1):
-        if d[i] < level <= d[i + 1] or d[i] <= level < d[i + 1]:
-            hi = float(x[i] + (level - d[i]) * (x[i + 1] - x[i]) / (d[i + 1] - d[i]))
-            break
-    return lo, hi
-
-
-def regions_from_profile(x, dchi2, level) -> list:
-    """Every interval where the profile lies below ``level`` (a list of ``[lower, upper]``, ends
-    by linear interpolation, ``None`` where the region reaches the end of the scanned range): a
-    profile with two minima below ``level`` (the ε^L_ee sign degeneracy) gives two regions."""
-    x = np.asarray(x, dtype=float)
-    d = np.asarray(dchi2, dtype=float)
-    inside = d < level
-    out, start, in_region = [], None, False
-    for i in range(len(x)):
-        if inside[i] and not in_region:
-            in_region = True
-            start = None if i == 0 else float(x[i - 1] + (level - d[i - 1]) * (x[i] - x[i - 1]) / (d[i] - d[i - 1]))
-        if in_region and (i == len(x) - 1 or not inside[i + 1]):
-            end = None if i == len(x) - 1 else float(x[i] + (level - d[i]) * (x[i + 1] - x[i]) / (d[i + 1] - d[i]))
-            out.append([start, end])
-            in_region = False
-    return out
-
-
 @dataclass
 class ScanResult(Saveable):
     """A 1-D profile-likelihood scan of ``name``: -2 ln L minimised over ``profiled`` at every
@@ -394,12 +299,6 @@ class ScanResult(Saveable):
                 "Eq. 16): profile Δχ² from the best fit inside the physical region = χ²₁ quantile at 2CL−1 "
                 "(1.642 at 90 % CL)")
 
-    def plot(self, ax=None, *, injected=None, cl: float = 0.9, label=None, one_sided: bool | None = None):
-        """Δχ² against the scanned value, with the CL line (one-sided when the parameter is
-        bounded below and ``one_sided`` is true or left ``None`` with the best fit on that bound)."""
-        from ..plotting import plot_scan
-
-        return plot_scan(self, ax=ax, injected=injected, cl=cl, label=label, one_sided=one_sided)
 
     def to_dict(self) -> dict:
         return {"kind": "ScanResult", "schema": SCHEMA, "name": self.name, "values": json_array(self.values),
@@ -447,10 +346,6 @@ class Scan2DResult(Saveable):
     def delta_chi2(self) -> np.ndarray:
         return self.nll - self.nll_min
 
-    def plot(self, ax=None, *, cl: float = 0.9, injected=None):
-        from ..plotting import plot_scan_2d
-
-        return plot_scan_2d(self, ax=ax, cl=cl, injected=injected)
 
     def to_dict(self) -> dict:
         return {"kind": "Scan2DResult", "schema": SCHEMA, "names": list(self.names), "values_x": json_array(self.values_x),
@@ -465,3 +360,237 @@ class Scan2DResult(Saveable):
         return cls(tuple(d["names"]), array_from_json(d["values_x"]), array_from_json(d["values_y"]), array_from_json(d["nll"]), num_or_nan(d["nll_min"]),
                    tuple(d["profiled"]), np.asarray(d["converged"], dtype=bool), d["seconds"], dict(d["versions"]))
 
+
+@dataclass(frozen=True)
+class BatchFitResult:
+    """Fits of a batch of data sets: one array per fitted parameter (``values[name]``, shape (n,)),
+    ``fval``, ``converged`` (the KKT test), ``n_iter``, ``edm``, ``status`` (see
+    :data:`~nuejax.inference.newton.STATUS`), and per parameter a bool array ``at_lower`` /
+    ``at_upper`` (on that bound with an outward gradient)."""
+
+    names: tuple
+    values: dict
+    fval: np.ndarray
+    converged: np.ndarray
+    n_iter: np.ndarray
+    edm: np.ndarray
+    status: np.ndarray
+    at_lower: dict
+    at_upper: dict
+    seconds: float = 0.0
+    diagnostics: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.fval.shape[0])
+
+    def to_dict(self) -> dict:
+        arr = lambda a: np.asarray(a).tolist()  # noqa: E731
+        return {"names": list(self.names), "values": {k: arr(v) for k, v in self.values.items()},
+                "fval": arr(self.fval), "converged": arr(self.converged), "n_iter": arr(self.n_iter),
+                "edm": [None if not np.isfinite(e) else float(e) for e in self.edm], "status": arr(self.status),
+                "at_lower": {k: arr(v) for k, v in self.at_lower.items()},
+                "at_upper": {k: arr(v) for k, v in self.at_upper.items()}, "seconds": self.seconds,
+                "diagnostics": self.diagnostics}
+
+    def __str__(self) -> str:
+        n = len(self)
+        conv = int(np.sum(self.converged))
+        lines = [f"batch_fit: {n} data sets, {conv} converged (KKT), median {np.median(self.n_iter):.0f} iterations, "
+                 f"{self.seconds:.2f} s"]
+        for name in self.names:
+            v = self.values[name]
+            nb = int(np.sum(self.at_lower[name] | self.at_upper[name]))
+            lines.append(f"  {name:<16} mean {np.mean(v):.6g}  std {np.std(v):.4g}" + (f"  ({nb} on a bound)" if nb else ""))
+        return "\n".join(lines)
+
+
+def json_pair(values) -> list:
+    """Two numbers (an interval) as strict JSON: None for a missing or non-finite end."""
+    return [json_float(v) for v in values]
+
+
+@dataclass(frozen=True)
+class FeldmanCousinsResult(Saveable):
+    """A Feldman–Cousins construction on a grid (module docstring) in one or two parameters.
+
+    Per grid point (``points``, shape (G, k); a 2-D grid is x-major: ``points.reshape(nx, ny, 2)``):
+    ``t_obs`` the observed statistic, ``t_crit`` the CL-quantile of the toys' statistic and
+    ``t_crit_err`` its statistical uncertainty, ``p_values`` (fraction of toys with t ≥ t_obs),
+    ``accepted`` (t_obs ≤ t_crit), ``n_valid`` toys whose two fits passed the KKT test (only these
+    count). ``regions``: 1-D, the accepted intervals with interpolated ends (an end on the first or
+    last grid point stays there: widen the grid if it is not the parameter's bound).
+    """
+
+    poi: tuple
+    axes: tuple  # one or two 1-D grids
+    points: np.ndarray
+    t_obs: np.ndarray
+    t_crit: np.ndarray
+    t_crit_err: np.ndarray
+    p_values: np.ndarray
+    accepted: np.ndarray
+    n_valid: np.ndarray
+    n_toys: int
+    cl: float
+    best_fit: tuple
+    bounds: tuple = ()
+    seconds: float = 0.0
+    convention: str = ("Feldman–Cousins (likelihood-ratio ordering, bounded best fit), nuisances profiled: toys at "
+                       "each tested point with nuisances fitted to the data there (profile construction), auxiliary "
+                       "measurements resampled")
+    versions: dict = field(default_factory=versions, repr=False)
+
+    @property
+    def regions(self) -> list:
+        if len(self.poi) != 1:
+            raise ValueError("regions are for a 1-D construction; use accepted_grid for 2-D")
+        return crossings(np.asarray(self.axes[0]), np.asarray(self.t_obs) - np.asarray(self.t_crit))
+
+    @property
+    def interval(self) -> tuple:
+        """1-D: (lower, upper) of the accepted set (the hull of :attr:`regions`); (None, None) if empty."""
+        r = self.regions
+        return (r[0][0], r[-1][1]) if r else (None, None)
+
+    @property
+    def accepted_grid(self) -> np.ndarray:
+        return np.asarray(self.accepted).reshape(tuple(len(a) for a in self.axes))
+
+
+    def to_dict(self) -> dict:
+        return {"kind": type(self).__name__, "poi": list(self.poi), "axes": [np.asarray(a).tolist() for a in self.axes],
+                "points": np.asarray(self.points).tolist(), "t_obs": json_array(self.t_obs), "t_crit": json_array(self.t_crit),
+                "t_crit_err": json_array(self.t_crit_err), "p_values": json_array(self.p_values),
+                "accepted": np.asarray(self.accepted).tolist(), "n_valid": np.asarray(self.n_valid).tolist(),
+                "n_toys": self.n_toys, "cl": self.cl, "best_fit": list(self.best_fit),
+                "bounds": [[None if not np.isfinite(v) else float(v) for v in b] for b in self.bounds],
+                "seconds": self.seconds, "convention": self.convention,
+                "versions": self.versions,
+                **({"interval": json_pair(self.interval), "regions": [json_pair(r) for r in self.regions]}
+                   if len(self.poi) == 1 else {})}
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        return cls(tuple(d["poi"]), tuple(np.asarray(a, dtype=float) for a in d["axes"]),
+                   np.asarray(d["points"], dtype=float), array_from_json(d["t_obs"]), array_from_json(d["t_crit"]), array_from_json(d["t_crit_err"]),
+                   array_from_json(d["p_values"]), np.asarray(d["accepted"], dtype=bool), np.asarray(d["n_valid"], dtype=int),
+                   int(d["n_toys"]), float(d["cl"]), tuple(d["best_fit"]),
+                   tuple((-np.inf if b[0] is None else float(b[0]), np.inf if b[1] is None else float(b[1]))
+                         for b in d["bounds"]), float(d["seconds"]), d["convention"],
+                   d.get("versions", {}))
+
+    def __str__(self) -> str:
+        head = f"Feldman–Cousins {self.cl:.0%} CL on {' x '.join(self.poi)}: {len(self.points)} points x {self.n_toys} toys"
+        if len(self.poi) == 1:
+            regs = ", ".join(f"[{a:.4g}, {b:.4g}]" for a, b in self.regions) or "empty"
+            return f"{head}\n  accepted: {regs}  (best fit {self.best_fit[0]:.4g})"
+        return f"{head}\n  accepted: {int(np.sum(self.accepted))} of {len(self.points)} grid points"
+
+
+@dataclass(frozen=True)
+class CLsResult(Saveable):
+    """CLs upper limit on ``name`` (module docstring): per tested value ``values``, the observed
+    q̃ (``q_obs``), ``clsb`` = p_{s+b}, ``clb`` = 1 − p_b and ``cls``; ``limit`` where CLs falls to
+    1 − CL (log-linear interpolation; ``None`` if it does not inside the grid); ``expected``:
+    the expected limits at the background-only outcomes −2σ … +2σ (keys ``"-2"`` … ``"2"``).
+    ``method``: ``"asymptotic"`` or ``"toys"``."""
+
+    name: str
+    values: np.ndarray
+    q_obs: np.ndarray
+    clsb: np.ndarray
+    clb: np.ndarray
+    cls: np.ndarray
+    limit: float | None
+    expected: dict
+    cl: float
+    method: str
+    n_toys: int = 0
+    seconds: float = 0.0
+    convention: str = ("CLs = p_s+b / (1 - p_b) with q~_mu (Cowan et al. 2011, Eq. 16), bounded best fit, "
+                       "nuisances profiled")
+    versions: dict = field(default_factory=versions, repr=False)
+
+
+    def to_dict(self) -> dict:
+        return {"kind": type(self).__name__, "name": self.name, "values": json_array(self.values), "q_obs": json_array(self.q_obs),
+                "clsb": json_array(self.clsb), "clb": json_array(self.clb), "cls": json_array(self.cls),
+                "limit": None if self.limit is None else float(self.limit),
+                "expected": {k: (None if v is None else float(v)) for k, v in self.expected.items()}, "cl": self.cl,
+                "method": self.method, "n_toys": self.n_toys, "seconds": self.seconds, "convention": self.convention,
+                "versions": self.versions}
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        return cls(d["name"], array_from_json(d["values"]), array_from_json(d["q_obs"]), array_from_json(d["clsb"]), array_from_json(d["clb"]), array_from_json(d["cls"]),
+                   d["limit"], dict(d["expected"]), float(d["cl"]), d["method"], int(d["n_toys"]), float(d["seconds"]),
+                   d["convention"], d.get("versions", {}))
+
+    def __str__(self) -> str:
+        lim = "not reached in the grid" if self.limit is None else f"{self.limit:.4g}"
+        exp = self.expected.get("0")
+        return (f"CLs {self.cl:.0%} CL upper limit on {self.name} ({self.method}): {lim}"
+                + ("" if exp is None else f"  (expected median {exp:.4g})"))
+
+
+@dataclass(frozen=True)
+class CoverageResult(Saveable):
+    """Coverage of the Feldman–Cousins construction at ``truth``: of ``n_valid`` toys drawn there,
+    ``n_covered`` have an interval (region) that contains the true value of ``poi``: their
+    statistic at the truth is at most the critical value there. ``fraction`` ± ``error``
+    (binomial, sqrt(f(1−f)/n); with ``inner_toys`` = 0 plus, in quadrature, the scatter
+    sqrt(CL(1−CL)/n) of the probability content of the one critical value estimated from n other
+    toys). ``inner_toys`` > 0: each toy's critical value from that many toys
+    drawn at the truth with the nuisances fitted to that toy (the profile construction, as
+    :func:`feldman_cousins` does on data); 0: one critical value from toys at the true nuisances
+    (the exact Neyman construction)."""
+
+    poi: tuple
+    truth: dict
+    n_toys: int
+    n_valid: int
+    n_covered: int
+    fraction: float
+    error: float
+    cl: float
+    inner_toys: int
+    t_crit: np.ndarray
+    seconds: float = 0.0
+    versions: dict = field(default_factory=versions, repr=False)
+
+    def to_dict(self) -> dict:
+        return {"kind": type(self).__name__, "poi": list(self.poi), "truth": dict(self.truth), "n_toys": self.n_toys,
+                "n_valid": self.n_valid, "n_covered": self.n_covered, "fraction": self.fraction, "error": self.error,
+                "cl": self.cl, "inner_toys": self.inner_toys, "t_crit": json_array(self.t_crit), "seconds": self.seconds,
+                "versions": self.versions}
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        return cls(tuple(d["poi"]), dict(d["truth"]), int(d["n_toys"]), int(d["n_valid"]), int(d["n_covered"]),
+                   float(d["fraction"]), float(d["error"]), float(d["cl"]), int(d["inner_toys"]), array_from_json(d["t_crit"]),
+                   float(d["seconds"]), d.get("versions", {}))
+
+    def __str__(self) -> str:
+        return (f"coverage of the {self.cl:.0%} CL Feldman–Cousins {' x '.join(self.poi)} at "
+                f"{ {k: self.truth[k] for k in self.poi} }: {self.fraction:.4f} ± {self.error:.4f} "
+                f"({self.n_covered}/{self.n_valid} toys)")
+
+
+@dataclass(frozen=True)
+class GoodnessOfFit:
+    """Deviance ``deviance`` with ``ndof`` degrees of freedom, asymptotic ``p_chi2`` and, when
+    toys were run, ``p_toys`` from ``n_toys_converged`` of ``n_toys`` toys (their deviances in
+    ``toy_deviances``)."""
+
+    deviance: float
+    ndof: int
+    p_chi2: float
+    p_toys: float | None = None
+    n_toys: int = 0
+    n_toys_converged: int = 0
+    toy_deviances: tuple = field(default=(), repr=False)
+
+    def to_dict(self) -> dict:
+        return {"deviance": self.deviance, "ndof": self.ndof, "p_chi2": self.p_chi2, "p_toys": self.p_toys,
+                "n_toys": self.n_toys, "n_toys_converged": self.n_toys_converged,
+                "toy_deviances": list(self.toy_deviances)}

@@ -18,10 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import EDM_TOL, compiled_solver, launch_size, newton_fit, profile_starts, setup
+from .fitting import EDM_TOL, compiled_solver, launch_size, newton_fit, profile_starts
+from .problem import FitProblem
 from .results import FitResult, Scan2DResult, ScanResult
 
-__all__ = ["profile_scan", "profile_scan_2d"]
+__all__ = ["SCAN_MAX_ITER", "batched_solve", "grid_values", "profile_scan", "profile_scan_2d"]
 
 
 def grid_values(ps, name, values) -> np.ndarray:
@@ -45,9 +46,9 @@ def grid_values(ps, name, values) -> np.ndarray:
     return v
 
 
-def _global(model, data, init, names, global_fit):
+def _global(s: FitProblem, names, global_fit):
     if global_fit is None:
-        return newton_fit(model, data, init, names=names, one_sided=False)
+        return newton_fit(s.with_names(names), None, one_sided=False)
     if not isinstance(global_fit, FitResult):
         raise TypeError(f"global_fit must be a FitResult, got {type(global_fit).__name__}")
     missing = [n for n in names if n not in global_fit.names]
@@ -63,8 +64,9 @@ def _global(model, data, init, names, global_fit):
 
 
 def batched_solve(solve, grid, s, x0, chunk, progress, label):
-    """Run the batched ``solve`` over the rows of ``grid`` in chunks of ``chunk`` (one launch per
-    chunk); ``x0`` is one start (d,) for every row or a start per row, (n, d) or (n, c, d)."""
+    """Run the batched ``solve`` (``compiled_solver(..., 'fixed')``) of the problem ``s`` over the
+    rows of ``grid`` in chunks of ``chunk`` (one launch per chunk); ``x0`` is one start (d,) for
+    every row or a start per row, (n, d) or (n, c, d)."""
     n = grid.shape[0]
     chunk = launch_size(n, chunk, int(np.shape(x0)[-1]) if np.ndim(x0) else 1)
     x0 = jnp.asarray(x0)
@@ -72,7 +74,7 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label):
         x0 = jnp.broadcast_to(x0, (n,) + x0.shape)
     outs = []
     for start in range(0, n, chunk):
-        outs.append(solve(grid[start:start + chunk], s.model, s.base, s.data, x0[start:start + chunk]))
+        outs.append(solve(s, grid[start:start + chunk], x0[start:start + chunk]))
         if progress is not None and n > chunk:
             jax.block_until_ready(outs[-1].fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
@@ -91,22 +93,22 @@ def _bounds(p):
 
 
 def profile_scan(model, data, name: str, values: Sequence[float], *, profile=None, init: Mapping | None = None,
-                 n_iter: int = SCAN_MAX_ITER, chunk: int | None = None, progress: Callable[[str], None] | None = None,
-                 global_fit: FitResult | None = None) -> ScanResult:
+                 aux=None, n_iter: int = SCAN_MAX_ITER, chunk: int | None = None,
+                 progress: Callable[[str], None] | None = None, global_fit: FitResult | None = None) -> ScanResult:
     """1-D profile scan of ``name`` over ``values``; ``profile`` (default: every other free
     parameter) is minimised at each point, all points in one batched launch.
 
     The global minimum comes from ``global_fit`` if given (e.g. a MINUIT fit), else from the
     bounded Newton fit with ``name`` free; Δχ² is measured from the lower of it and the scan's
-    own minimum.
+    own minimum. ``aux``: the auxiliary measurements (default: nominal).
     """
     t0 = time.perf_counter()
-    s = setup(model, data, names=profile, fixed_names=(name,), init=init)
+    s = FitProblem.create(model, data, names=profile, fixed_names=(name,), init=init, aux=aux)
     ps = s.model.parameters
     values = grid_values(ps, name, values)
-    g = _global(s.model, data, init, (name, *s.names), global_fit)
+    g = _global(s, (name, *s.names), global_fit)
     start = profile_starts(g, (name,), s.names, np.asarray(values)[:, None], s.lower, s.upper)
-    solve = compiled_solver(s.names, (name,), s.lower, s.upper, int(n_iter), EDM_TOL, "fixed")
+    solve = compiled_solver(int(n_iter), EDM_TOL, "fixed")
     res = batched_solve(solve, jnp.asarray(values)[:, None], s, start, chunk, progress, f"scan {name}")
     nll = np.asarray(res.fun)
     nll_min = min(float(g.fval), float(nll.min()))
@@ -115,20 +117,20 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
 
 
 def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=None, init: Mapping | None = None,
-                    n_iter: int = SCAN_MAX_ITER, chunk: int | None = None, progress=None,
+                    aux=None, n_iter: int = SCAN_MAX_ITER, chunk: int | None = None, progress=None,
                     global_fit: FitResult | None = None) -> Scan2DResult:
     """2-D profile scan on the grid ``values_x`` × ``values_y``, one batched launch (or chunks)."""
     t0 = time.perf_counter()
     names = tuple(names)
     if len(names) != 2 or names[0] == names[1]:
         raise ParameterError(f"profile_scan_2d scans two different parameters, got {names!r}")
-    s = setup(model, data, names=profile, fixed_names=names, init=init)
+    s = FitProblem.create(model, data, names=profile, fixed_names=names, init=init, aux=aux)
     ps = s.model.parameters
     vx, vy = grid_values(ps, names[0], values_x), grid_values(ps, names[1], values_y)
     grid = jnp.asarray(np.stack(np.meshgrid(vx, vy, indexing="ij"), -1).reshape(-1, 2))
-    g = _global(s.model, data, init, (*names, *s.names), global_fit)
+    g = _global(s, (*names, *s.names), global_fit)
     start = profile_starts(g, names, s.names, np.asarray(grid), s.lower, s.upper)
-    solve = compiled_solver(s.names, names, s.lower, s.upper, int(n_iter), EDM_TOL, "fixed")
+    solve = compiled_solver(int(n_iter), EDM_TOL, "fixed")
     res = batched_solve(solve, grid, s, start, chunk, progress, f"scan {names[0]} x {names[1]}")
     nll = np.asarray(res.fun).reshape(len(vx), len(vy))
     return Scan2DResult(names, vx, vy, nll, min(float(g.fval), float(nll.min())), s.names,

@@ -1,20 +1,28 @@
-"""Model and likelihood: parameters, the expected spectrum (Eq. mu_total), -2 ln L (Eq. logL)."""
+"""Models: a pipeline of stages (signals → fold → observable transforms → templates and peaks →
+exposure), a likelihood stage and constraint terms with their auxiliary measurements as data
+(``docs/model.md`` draws the pipeline and lists the protocol)."""
 
 from .borexino_like import borexino_like_model, default_parameters, signal_component
-from .likelihood import check_expected, poisson_nll
-from .constraints import GaussianConstraint, HalfGaussianConstraint, LogNormalConstraint, PenaltyTerm
-from .floating import FloatingResponseModel, floating_response_model
+from .checks import NonIntegerCountsWarning
+from .constraints import GaussianConstraint, HalfGaussianConstraint, LogNormalConstraint, PenaltyTerm, parameter_terms
+from .fast import fast_model
+from .floating import floating_response_model
+from .folds import FloatingFold, KernelFold
+from .likelihood import BinnedPoisson, check_expected, poisson_nll
 from .parameters import Parameter, ParameterSet
-from .template_model import TemplateModel
+from .physics_params import osc_from_params, physics_from_params
+from .pipeline import Model, components, expected, expected_direct
+from .protocol import AbstractModel, nll
+from .signals import FoldedPolynomial, PolynomialSignals, SignalComponent, SolarSignals
+from .stages import AddPeaks, AddTemplates, Exposure
+from .template_model import template_model
 from .templates import GaussianPeak, shape_template
-from .spectral_model import (
-    SignalComponent,
-    SpectralModel,
-    expected,
-    expected_direct,
-    nll,
-    osc_from_params,
-    physics_from_params,
-)
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    "AbstractModel", "AddPeaks", "AddTemplates", "BinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
+    "GaussianConstraint", "GaussianPeak", "HalfGaussianConstraint", "KernelFold", "LogNormalConstraint", "Model",
+    "NonIntegerCountsWarning", "Parameter", "ParameterSet", "PenaltyTerm", "PolynomialSignals", "SignalComponent",
+    "SolarSignals", "borexino_like_model", "check_expected", "components", "default_parameters", "expected",
+    "expected_direct", "fast_model", "floating_response_model", "nll", "osc_from_params", "parameter_terms",
+    "physics_from_params", "poisson_nll", "shape_template", "signal_component", "template_model",
+]

@@ -26,6 +26,7 @@ from ..detector.checks import check_edges
 from ..detector.montecarlo import ResponseHistogram, expected_histogram
 from ..detector.response import QuenchingTable, ResponseParams, quenching_table, unit_bin_edges
 from ..errors import InputError
+from ..io.borexino import packaged_borexino_shape
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import precompute_spectrum
@@ -33,8 +34,11 @@ from ..physics.solar import COMPONENT_NAMES, SUBCOMPONENT_NAMES
 from ..physics.spectra import build_source, event_rate, recoil_spectrum, shape_only, uniform_recoil_edges
 from ..precision import resolve_dtype
 from ..reweighting import response_matrix, transfer_kernel
+from .folds import KernelFold
 from .parameters import Parameter, ParameterSet
-from .spectral_model import SignalComponent, SpectralModel
+from .pipeline import Model
+from .signals import SignalComponent, SolarSignals
+from .stages import AddTemplates, Exposure
 
 __all__ = ["DEFAULT_NORMS", "DEFAULT_BACKGROUND_RATES", "EXPOSURE_DAY_100T", "signal_component",
            "default_parameters", "borexino_like_model"]
@@ -219,8 +223,11 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
                         signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BACKGROUND_RATES), norms=DEFAULT_NORMS,
                         n_E: int = 1000, dtype=None, progress: Callable[[str], object] | None = None,
                         nsi=None, mediators=(), propagation_nsi: bool = False, day_night: str | None = None,
-                        latitude="borexino") -> SpectralModel:
-    """Build the default Borexino-like :class:`SpectralModel` (module docstring).
+                        latitude="borexino") -> Model:
+    """Build the default Borexino-like model (module docstring): a :class:`~nuejax.model.pipeline.Model`
+    whose stages are the signals' recoil spectra (:class:`~nuejax.model.signals.SolarSignals`), their
+    fold through fixed kernels (:class:`~nuejax.model.folds.KernelFold`), the background templates
+    (:class:`~nuejax.model.stages.AddTemplates`) and the exposure (:class:`~nuejax.model.stages.Exposure`).
 
     ``window`` (lowest, highest) N_p bin centre (unit bins); ``exposure`` [day × 100 t]; ``signals``
     from :data:`~nuejax.physics.solar.SUBCOMPONENT_NAMES`, ``backgrounds`` from
@@ -260,15 +267,19 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
     templates = []
     for k, b in enumerate(backgrounds, start=1):
         report(f"building background {b} ({k}/{len(backgrounds)})")
-        templates.append(background_template(b, obs_edges, response, table))
+        kind, args = BACKGROUNDS[b]
+        shape = packaged_borexino_shape(args[0]) if kind == "file" else None
+        templates.append(background_template(b, obs_edges, response, table, shape=shape))
     templates = np.stack(templates) if templates else np.zeros((0, len(obs_edges) - 1))
     params = default_parameters(signals, backgrounds, norms)
     general = dict()
     if general_case:
         general = _general_case(sigs, params, nsi, mediators, propagation_nsi, day_night, latitude, radiative, dt)
         params = general.pop("parameters")
-    return SpectralModel(tuple(sigs), jnp.asarray(templates, dtype=dt), jnp.ones(len(obs_edges) - 1, dtype=dt),
-                         obs_edges, exposure, backgrounds, params, radiative, **general)
+    physics = (SolarSignals.create(sigs, params, radiative=radiative, **general), KernelFold.create(sigs)) if sigs else ()
+    stages = physics + (AddTemplates(jnp.asarray(templates, dtype=dt), tuple("rate_" + b for b in backgrounds)),
+                        Exposure(jnp.ones(len(obs_edges) - 1, dtype=dt), exposure))
+    return Model.create(stages, params, obs_edges=obs_edges, check_shape=False)
 
 
 def _general_options(nsi, mediators, day_night, latitude):

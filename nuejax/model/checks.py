@@ -1,4 +1,5 @@
-"""Checks at the front door: observed counts, parameter mappings and the model protocol.
+"""Checks at the front door: observed counts and parameter mappings (the model protocol:
+:mod:`nuejax.model.protocol`).
 
 Every function here runs once, eagerly, on concrete values, before anything is compiled; the
 jitted likelihood itself carries no checks, so the cost per call does not change.
@@ -12,10 +13,10 @@ from typing import Mapping
 import jax
 import numpy as np
 
-from ..errors import DataError, ModelProtocolError
+from ..errors import DataError
 from .parameters import ParameterSet
 
-__all__ = ["NonIntegerCountsWarning", "check_data", "check_model", "check_params", "is_traced", "model_n_obs"]
+__all__ = ["NonIntegerCountsWarning", "check_data", "check_params", "is_traced", "user_stacklevel"]
 
 
 class NonIntegerCountsWarning(UserWarning):
@@ -80,58 +81,6 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
-
-
-class _StaticModel:
-    """A model that is not a JAX PyTree, carried through ``jit`` as static (identity-hashed)
-    metadata: its arrays become compile-time constants (register it as a PyTree to avoid that)."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def __hash__(self):
-        return id(self.model)
-
-    def __eq__(self, other):
-        return isinstance(other, _StaticModel) and other.model is self.model
-
-    def __getattr__(self, name):
-        if name == "model":
-            raise AttributeError(name)
-        return getattr(self.model, name)
-
-
-# the wrapper itself is the metadata: JAX compares it by identity, never with the model's own __eq__
-jax.tree_util.register_pytree_node(_StaticModel, lambda m: ((), m), lambda aux, _: aux)
-
-
-def check_model(model):
-    """The model protocol of :mod:`nuejax.inference`: an object with ``.parameters`` (a
-    :class:`~nuejax.model.ParameterSet`) and a jax-traceable ``.nll(params, data)``; ``n_obs``
-    is optional (used to check the data's length). Raises
-    :class:`~nuejax.errors.ModelProtocolError` saying what is missing. A model that is not a
-    JAX PyTree is wrapped so that it can pass through ``jit`` as static metadata.
-    """
-    if isinstance(model, _StaticModel):
-        return model
-    missing = [a for a in ("parameters", "nll") if not hasattr(model, a)]
-    if missing:
-        raise ModelProtocolError(f"{type(model).__name__} is not a nuejax model: it lacks {', '.join(missing)} "
-                                 "(a model needs .parameters, a ParameterSet, and .nll(params, data) -> -2 ln L)")
-    if not isinstance(model.parameters, ParameterSet):
-        raise ModelProtocolError(f"{type(model).__name__}.parameters must be a nuejax ParameterSet, "
-                                 f"got {type(model.parameters).__name__}")
-    if not callable(model.nll):
-        raise ModelProtocolError(f"{type(model).__name__}.nll must be callable as nll(params, data)")
-    leaves = jax.tree_util.tree_leaves(model)
-    if len(leaves) == 1 and leaves[0] is model:  # not a registered PyTree
-        return _StaticModel(model)
-    return model
-
-
-def model_n_obs(model) -> int | None:
-    n = getattr(model, "n_obs", None)
-    return None if n is None else int(n)
 
 
 def check_params(parameters: ParameterSet, params: Mapping, what: str = "value") -> None:

@@ -20,6 +20,20 @@ constructors do not check: they are what ``jax.tree_util`` calls at every unflat
 * :class:`HalfGaussianConstraint`: a one-sided bound (an upper limit such as Borexino's on ²¹⁰Bi).
 * :class:`LogNormalConstraint`: a positive parameter measured with a relative uncertainty.
 * :class:`PenaltyTerm`: any jax-traceable function of named parameters (the custom hook).
+
+**Auxiliary measurements are data.** Each term's centre (a Gaussian's measured values, a
+half-Gaussian's threshold, a log-normal's median) is its *auxiliary measurement*: ``term(p)``
+uses the stored, nominal one, ``term(p, aux)`` another one passed as data, so a toy or an Asimov
+data set with its own auxiliary measurements is the same term called with other data (as pyhf
+passes ``auxdata`` to ``logpdf``; Cranmer et al., "HistFactory", CERN-OPEN-2012-016, Sec. 3).
+``nominal()`` is the stored measurement, ``sample(key, p)`` draws one about the parameter values
+``p`` (Gaussian: :math:`c \sim \mathcal N(x, V)`; log-normal: :math:`\ln m \sim \mathcal N(\ln x,
+\sigma_{\ln}^2)`), ``asimov(p)`` is the measurement that the values ``p`` would give on average
+(the centre equal to ``p``). A half-Gaussian bound and a penalty have no measurement that a toy
+could redraw (``resamplable`` is False): toys refuse them on fitted parameters unless told to keep
+every centre fixed. :func:`parameter_terms` turns the ``constraint=(centre, sigma)`` of
+:class:`~nuejax.model.parameters.Parameter` into such terms, so a model has one kind of
+constraint.
 """
 
 from __future__ import annotations
@@ -27,10 +41,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.pytree import static_field
 from ..errors import InputError, ParameterError
 from .parameters import ParameterSet, unknown_name_message
 
@@ -41,13 +58,12 @@ __all__ = [
     "PenaltyTerm",
     "check_constraints",
     "constraint_total",
+    "parameter_terms",
+    "sample_aux",
 ]
 
 _SIDES = ("upper", "lower")
 
-
-def _static(**kw):
-    return field(metadata={"static": True}, **kw)
 
 
 def _float_dtype():
@@ -185,7 +201,7 @@ class GaussianConstraint:
 
     centre: jax.Array
     chol: jax.Array
-    names: tuple[str, ...] = _static()
+    names: tuple[str, ...] = static_field()
 
     @classmethod
     def create(cls, names, centre, *, sigma=None, cov=None, corr=None) -> GaussianConstraint:
@@ -233,10 +249,32 @@ class GaussianConstraint:
         dt = _float_dtype()
         return cls(jnp.asarray(c, dtype=dt), jnp.asarray(chol, dtype=dt), names)
 
-    def __call__(self, p) -> jax.Array:
-        r = jnp.stack([jnp.asarray(p[n]) for n in self.names]) - self.centre
+    resamplable = True
+
+    def _values(self, p) -> jax.Array:
+        return jnp.stack([jnp.asarray(p[n]) for n in self.names])
+
+    def __call__(self, p, aux=None) -> jax.Array:
+        """:math:`C(x)` with the measured values ``aux`` (default: the nominal ``centre``)."""
+        r = self._values(p) - (self.centre if aux is None else aux)
+        if self.chol.shape == (1, 1):  # one parameter: a division, not a triangular-solve library call
+            z = r / self.chol[0, 0]
+            return jnp.sum(z * z)
         z = jax.scipy.linalg.solve_triangular(self.chol, r, lower=True)
         return z @ z
+
+    def nominal(self) -> jax.Array:
+        """The auxiliary measurement: the measured values (n,)."""
+        return self.centre
+
+    def sample(self, key, p) -> jax.Array:
+        r"""A measurement drawn about the values ``p``: :math:`x + L z`, :math:`z \sim \mathcal N(0, 1)`."""
+        x = self._values(p)
+        return x + self.chol @ jax.random.normal(key, x.shape, dtype=self.chol.dtype)
+
+    def asimov(self, p) -> jax.Array:
+        """The measurement that ``p`` gives on average: the values themselves."""
+        return self._values(p).astype(self.centre.dtype)
 
     @property
     def cov(self) -> jax.Array:
@@ -280,8 +318,8 @@ class HalfGaussianConstraint:
 
     threshold: jax.Array
     sigma: jax.Array
-    names: tuple[str, ...] = _static()
-    side: str = _static(default="upper")
+    names: tuple[str, ...] = static_field()
+    side: str = static_field(default="upper")
 
     @classmethod
     def create(cls, name: str, threshold, sigma, side: str = "upper") -> HalfGaussianConstraint:
@@ -302,10 +340,26 @@ class HalfGaussianConstraint:
     def name(self) -> str:
         return self.names[0]
 
-    def __call__(self, p) -> jax.Array:
-        d = jnp.asarray(p[self.names[0]]) - self.threshold
+    #: a bound, not a measurement a toy could redraw (module docstring)
+    resamplable = False
+
+    def __call__(self, p, aux=None) -> jax.Array:
+        """:math:`C(x)` with the threshold ``aux`` (default: the nominal ``threshold``)."""
+        d = jnp.asarray(p[self.names[0]]) - (self.threshold if aux is None else aux)
         d = jnp.maximum(d, 0.0) if self.side == "upper" else jnp.minimum(d, 0.0)
         return (d / self.sigma) ** 2
+
+    def nominal(self) -> jax.Array:
+        """The threshold :math:`t` (0-d)."""
+        return self.threshold
+
+    def sample(self, key, p) -> jax.Array:
+        """The nominal threshold: a bound has no measurement to redraw (``resamplable`` is False)."""
+        return self.threshold
+
+    def asimov(self, p) -> jax.Array:
+        """The nominal threshold (a bound does not move with the parameter values)."""
+        return self.threshold
 
     def check(self, parameters: ParameterSet) -> None:
         """Raise :class:`~nuejax.errors.ParameterError` for a name that ``parameters`` lacks."""
@@ -344,7 +398,7 @@ class LogNormalConstraint:
 
     median: jax.Array
     sigma_ln: jax.Array
-    names: tuple[str, ...] = _static()
+    names: tuple[str, ...] = static_field()
 
     @classmethod
     def create(cls, name: str, median, sigma_ln) -> LogNormalConstraint:
@@ -363,12 +417,28 @@ class LogNormalConstraint:
     def name(self) -> str:
         return self.names[0]
 
-    def __call__(self, p) -> jax.Array:
+    resamplable = True
+
+    def __call__(self, p, aux=None) -> jax.Array:
+        """:math:`C(x)` with the measured median ``aux`` (default: the nominal ``median``)."""
         x = jnp.asarray(p[self.names[0]])
         pos = x > 0
         safe = jnp.where(pos, x, 1.0)
-        value = ((jnp.log(safe) - jnp.log(self.median)) / self.sigma_ln) ** 2
+        value = ((jnp.log(safe) - jnp.log(self.median if aux is None else aux)) / self.sigma_ln) ** 2
         return jnp.where(pos, value, jnp.inf)
+
+    def nominal(self) -> jax.Array:
+        """The measured median :math:`m` (0-d)."""
+        return self.median
+
+    def sample(self, key, p) -> jax.Array:
+        r"""A measurement drawn about ``p``: :math:`\exp(\ln x + \sigma_{\ln} z)`, :math:`z \sim \mathcal N(0, 1)`."""
+        x = jnp.asarray(p[self.names[0]], dtype=self.sigma_ln.dtype)
+        return jnp.exp(jnp.log(x) + self.sigma_ln * jax.random.normal(key, (), dtype=self.sigma_ln.dtype))
+
+    def asimov(self, p) -> jax.Array:
+        """The measurement that ``p`` gives on average (its median): the value itself."""
+        return jnp.asarray(p[self.names[0]], dtype=self.median.dtype)
 
     def check(self, parameters: ParameterSet) -> None:
         """Raise :class:`~nuejax.errors.ParameterError` for a name that ``parameters`` lacks."""
@@ -393,9 +463,9 @@ class PenaltyTerm:
     new callable recompiles; use the built-in terms for centres that change between toys.
     """
 
-    names: tuple[str, ...] = _static()
+    names: tuple[str, ...] = static_field()
     function: Callable = field(metadata={"static": True})
-    description: str = _static(default="")
+    description: str = static_field(default="")
 
     @classmethod
     def create(cls, names, function, *, description: str = "") -> PenaltyTerm:
@@ -415,12 +485,26 @@ class PenaltyTerm:
             raise InputError(f"{label}: description must be a string, got {description!r}")
         return cls(names, function, description)
 
-    def __call__(self, p) -> jax.Array:
+    #: no auxiliary measurement
+    resamplable = False
+
+    def __call__(self, p, aux=None) -> jax.Array:
+        """The function's value (``aux`` is ignored: a penalty has no auxiliary measurement)."""
         out = jnp.asarray(self.function({n: p[n] for n in self.names}))
         if out.shape != ():
             raise InputError(f"{_label(type(self).__name__, self.names)}: function returned shape {out.shape}, "
                              f"expected a scalar (its −2 ln L contribution)")
         return out
+
+    def nominal(self) -> jax.Array:
+        """No measurement: an empty array."""
+        return jnp.zeros(0, dtype=_float_dtype())
+
+    def sample(self, key, p) -> jax.Array:
+        return self.nominal()
+
+    def asimov(self, p) -> jax.Array:
+        return self.nominal()
 
     def check(self, parameters: ParameterSet) -> None:
         """Raise :class:`~nuejax.errors.ParameterError` for a name that ``parameters`` lacks."""
@@ -442,24 +526,49 @@ def _sides(term) -> frozenset:
     return frozenset()
 
 
-def constraint_total(constraints: Iterable, p) -> jax.Array:
-    """Sum of the terms' −2 ln L contributions at ``p`` (0.0 for no terms); pure and jittable."""
+def constraint_total(constraints: Iterable, p, aux=None) -> jax.Array:
+    """Sum of the terms' −2 ln L contributions at ``p`` (0.0 for no terms), each with its
+    auxiliary measurement from ``aux`` (one entry per term, in order; None: the nominal ones);
+    pure and jittable."""
+    constraints = tuple(constraints)
+    if aux is not None and len(aux) != len(constraints):
+        raise InputError(f"aux has {len(aux)} entries, the model has {len(constraints)} constraint terms "
+                         "(one auxiliary measurement per term, in the order of model.constraint_terms())")
     total = jnp.zeros((), dtype=_float_dtype())
-    for term in constraints:
-        total = total + term(p)
+    for k, term in enumerate(constraints):
+        total = total + (term(p) if aux is None else term(p, aux[k]))
     return total
 
 
-def check_constraints(constraints, parameters: ParameterSet) -> None:
+def sample_aux(constraints: Iterable, key, p, resample) -> tuple:
+    """Auxiliary measurements of a toy drawn about ``p``: each term in ``resample`` (a tuple of
+    bools, one per term) draws its own (``term.sample`` with ``jax.random.fold_in(key, k)`` for
+    term k), the others keep their nominal one."""
+    return tuple(term.sample(jax.random.fold_in(key, k), p) if r else term.nominal()
+                 for k, (term, r) in enumerate(zip(constraints, resample)))
+
+
+@functools.lru_cache(maxsize=256)
+def parameter_terms(parameters: ParameterSet) -> tuple:
+    """The :class:`GaussianConstraint` of every parameter declared with ``constraint=(centre,
+    sigma)``, in parameter order: how a :class:`~nuejax.model.parameters.Parameter`'s constraint
+    enters a model (cached per parameter set, which is immutable)."""
+    dt = _float_dtype()
+    return tuple(GaussianConstraint(np.asarray([p.constraint[0]], dtype=dt), np.asarray([[p.constraint[1]]], dtype=dt),
+                                    (p.name,)) for p in parameters.parameters if p.constraint is not None)
+
+
+def check_constraints(constraints, parameters: ParameterSet, *, extra_names=()) -> None:
     """Check a tuple of terms against ``parameters``, once, eagerly.
 
     Calls each term's ``check`` (:class:`~nuejax.errors.ParameterError` for an unknown name) and
     raises :class:`~nuejax.errors.InputError` when one parameter is constrained twice on the same
     side by Gaussian-type terms (:class:`GaussianConstraint`, :class:`LogNormalConstraint`,
     :class:`HalfGaussianConstraint`), or by one of them and its ``Parameter.constraint`` in
-    ``parameters`` (which :meth:`ParameterSet.pulls` already adds): that double counts one
+    ``parameters`` (:func:`parameter_terms` makes a term of it): that double counts one
     auxiliary measurement. An upper and a lower half-Gaussian on one parameter are allowed (an
-    asymmetric Gaussian); :class:`PenaltyTerm` is not checked for overlap.
+    asymmetric Gaussian); :class:`PenaltyTerm` is not checked for overlap. ``extra_names``:
+    names a term may read besides the parameters (a fast path's baked parameters).
     """
     if not isinstance(constraints, (tuple, list)):
         raise InputError(f"constraints must be a tuple of constraint terms, got {type(constraints).__name__}")
@@ -469,14 +578,19 @@ def check_constraints(constraints, parameters: ParameterSet) -> None:
         if not (callable(getattr(term, "check", None)) and isinstance(getattr(term, "names", None), tuple)):
             raise InputError(f"constraints[{i}] is a {type(term).__name__}, not a constraint term "
                              f"(GaussianConstraint, HalfGaussianConstraint, LogNormalConstraint, PenaltyTerm)")
-        term.check(parameters)
+        if set(term.names) & set(extra_names):
+            unknown = [n for n in term.names if n not in parameters.names and n not in extra_names]
+            if unknown:
+                raise ParameterError(f"{term.describe()}: " + unknown_name_message(unknown[0], parameters.names))
+        else:
+            term.check(parameters)
     seen: dict[str, list] = {}
     for term in constraints:
         sides = _sides(term)
         if not sides:
             continue
         for n in term.names:
-            legacy = parameters[n].constraint
+            legacy = parameters[n].constraint if n in parameters.names else None
             if legacy is not None:
                 raise InputError(f"parameter {n!r} is constrained twice: by Parameter.constraint "
                                  f"({legacy[0]:g} ± {legacy[1]:g}) in the parameter set and by "

@@ -1,7 +1,8 @@
 r"""Models of the general case: general NSI, NSI in propagation, light mediators, day and night.
 
 The parameters take these names (every one optional; those a model does not declare are zero,
-and the mediator masses then irrelevant):
+and the mediator masses then irrelevant; :mod:`nuejax.model.physics_params` maps them to the
+physics layer):
 
 ============================  ==============================================================
 name                          meaning
@@ -17,9 +18,10 @@ name                          meaning
 
 :math:`\varepsilon_{\beta\alpha} = \varepsilon^*_{\alpha\beta}` (Hermitian), phases relative to
 the PDG PMNS convention (:func:`~nuejax.physics.oscillation.pmns_matrix`). A model of the general
-case (:attr:`SpectralModel.flavour` set) evaluates each signal as the trace form of
-:func:`~nuejax.physics.general_nsi.trace_form` on state-weighted kinematic sums; the fast path
-(:func:`nuejax.model.fast.fast_model`) expands it into folded polynomial templates.
+case (its :class:`~nuejax.model.signals.SolarSignals` stage has ``flavour`` set) evaluates each
+signal as the trace form of :func:`~nuejax.physics.general_nsi.trace_form` on state-weighted
+kinematic sums; the fast path (:func:`nuejax.model.fast.fast_model`) expands it into polynomial
+templates.
 """
 
 from __future__ import annotations
@@ -30,25 +32,16 @@ import jax
 import jax.numpy as jnp
 
 from ..errors import InputError
-from ..physics.cross_section import _kinematics, _mm_shape, bks_couplings, tree_couplings, weak_kinematics
-from ..physics.general_nsi import GeneralPhysics, hermitian
-from ..physics.precomputed import PrecomputedSpectrum, _node_values
+from ..physics.cross_section import bks_couplings, kinematics, mm_shape, tree_couplings, weak_kinematics
+from ..physics.general_nsi import trace_form
+from ..physics.precomputed import PrecomputedSpectrum, node_values
 from ..physics.spectra import SolarSource, state_table
-from .parameters import Parameter
+from .parameters import Parameter, unknown_name_message
+from .physics_params import (GENERAL_NSI_NAMES, MEDIATOR_PARAMETERS, general_physics_from_params,
+                             osc_from_params)
 
-__all__ = ["DIAGONAL_NSI_NAMES", "OFF_DIAGONAL_NSI_NAMES", "GENERAL_NSI_NAMES", "MEDIATOR_PARAMETERS",
-           "FlavourOptions", "StateNodes", "state_nodes", "general_physics_from_params", "general_parameters",
-           "general_signal_spectra", "NONLINEAR_PHYSICS"]
-
-_FLAV = ("ee", "mumu", "tautau")
-_PAIRS = ("emu", "etau", "mutau")
-DIAGONAL_NSI_NAMES = tuple(f"eps_{f}_{c}" for f in _FLAV for c in ("L", "R"))
-OFF_DIAGONAL_NSI_NAMES = tuple(f"eps_{p}_{c}_{part}" for c in ("L", "R") for p in _PAIRS for part in ("re", "im"))
-GENERAL_NSI_NAMES = DIAGONAL_NSI_NAMES + OFF_DIAGONAL_NSI_NAMES
-#: mediator -> (coupling parameter, mass parameter)
-MEDIATOR_PARAMETERS = {"zprime": ("zprime_coupling", "zprime_mass"), "phi": ("phi_coupling", "phi_mass")}
-#: parameters that enter non-polynomially (baked into a fast path, like the oscillation parameters)
-NONLINEAR_PHYSICS = ("zprime_mass", "phi_mass")
+__all__ = ["FlavourOptions", "StateNodes", "state_nodes", "general_parameters", "general_signal_spectra",
+           "state_sums"]
 
 
 @dataclass(frozen=True)
@@ -70,13 +63,11 @@ def general_parameters(nsi="all", mediators=(), *, mediator_masses=None) -> tupl
     """Parameter descriptions of the general case, all fixed at zero (release what you test).
 
     ``nsi``: ``'all'`` (the 18 real NSI parameters) or an iterable of names from
-    :data:`GENERAL_NSI_NAMES`; ``mediators``: any of ``'zprime'``, ``'phi'``;
-    ``mediator_masses``: {name: MeV} starting masses (default 10 MeV)."""
+    :data:`~nuejax.model.physics_params.GENERAL_NSI_NAMES`; ``mediators``: any of ``'zprime'``,
+    ``'phi'``; ``mediator_masses``: {name: MeV} starting masses (default 10 MeV)."""
     names = GENERAL_NSI_NAMES if nsi == "all" else tuple(nsi)
     for n in names:
         if n not in GENERAL_NSI_NAMES:
-            from .parameters import unknown_name_message
-
             raise InputError(unknown_name_message(n, GENERAL_NSI_NAMES, "NSI parameter"))
     ps = [Parameter(n, 0.0, -2.0, 2.0, fixed=True, doc=_doc(n)) for n in names]
     masses = dict(mediator_masses or {})
@@ -95,22 +86,6 @@ def _doc(name: str) -> str:
     if len(parts) == 3:
         return f"NSI epsilon^{parts[2]}_{parts[1]}"
     return f"{'Re' if parts[3] == 're' else 'Im'} NSI epsilon^{parts[2]}_{parts[1]}"
-
-
-def general_physics_from_params(p) -> GeneralPhysics:
-    """The :class:`~nuejax.physics.general_nsi.GeneralPhysics` of a parameter dict (absent names: 0)."""
-    zero = jnp.zeros(())
-    g = lambda k, d=zero: p.get(k, d)  # noqa: E731
-
-    def matrix(c):
-        diag = jnp.stack([g(f"eps_{f}_{c}") for f in _FLAV])
-        re = jnp.stack([g(f"eps_{q}_{c}_re") for q in _PAIRS])
-        im = jnp.stack([g(f"eps_{q}_{c}_im") for q in _PAIRS])
-        return hermitian(diag, re, im)
-
-    return GeneralPhysics(eps_L=matrix("L"), eps_R=matrix("R"), mu_nu=g("mu_nu"),
-                          vector_coupling=g("zprime_coupling"), vector_mass=g("zprime_mass", jnp.full((), 10.0)),
-                          scalar_coupling=g("phi_coupling"), scalar_mass=g("phi_mass", jnp.full((), 10.0)))
 
 
 @jax.tree_util.register_dataclass
@@ -132,9 +107,9 @@ def state_nodes(pre: PrecomputedSpectrum, t_mid, *, radiative: bool = True) -> S
     T = jnp.asarray(t_mid)[:, None]
     E = pre.energies
     valid, K, _, _ = weak_kinematics(T, E, radiative=radiative)
-    _, _, E_s = _kinematics(T, E)
+    _, _, E_s = kinematics(T, E)
     K = jnp.where(valid[..., None], K, 0.0)
-    mm = _mm_shape(T, E)
+    mm = mm_shape(T, E)
     phi = jnp.where(valid, 1.0 / E_s**2, 0.0)
     t = jnp.asarray(t_mid)
     gL, gR = bks_couplings(t) if radiative else (jnp.broadcast_to(g, t.shape + (3,)) for g in tree_couplings())
@@ -143,7 +118,7 @@ def state_nodes(pre: PrecomputedSpectrum, t_mid, *, radiative: bool = True) -> S
 
 def _state_node_values(table, pre: PrecomputedSpectrum):
     """The (n, 3, 3) table at the nodes of ``pre``, times the quadrature weights: (n_T, q, 3, 3)."""
-    v = _node_values(table.reshape(table.shape[0], 9), pre)  # (9, n_T, q)
+    v = node_values(table.reshape(table.shape[0], 9), pre)  # (9, n_T, q)
     return jnp.moveaxis(v, 0, -1).reshape(v.shape[1:] + (3, 3))
 
 
@@ -160,20 +135,15 @@ def state_sums(source: SolarSource, pre: PrecomputedSpectrum, nodes: StateNodes,
     return R_abc, R_mu, R_phi
 
 
-def general_signal_spectra(model, params) -> list:
-    """Recoil spectra (σ0 units) of all signals of a general-case model at ``params``."""
-    from ..physics.general_nsi import trace_form
-    from .spectral_model import osc_from_params
-
+def general_signal_spectra(stage, params) -> list:
+    """Recoil spectra (σ0 units) of all signals of a general-case signal stage
+    (:class:`~nuejax.model.signals.SolarSignals` with ``flavour`` set) at ``params``."""
     phys = general_physics_from_params(params)
     osc = osc_from_params(params)
-    opts: FlavourOptions = model.flavour
+    opts: FlavourOptions = stage.flavour
     eps_V = phys.eps_V if opts.propagation else None
     out = []
-    for sig, nodes in zip(model.signals, model.state_nodes):
-        R = state_sums(sig.source, sig.pre, nodes, osc, eps_V=eps_V, exposure=model.earth, period=opts.period)
+    for sig, nodes in zip(stage.signals, stage.state_nodes):
+        R = state_sums(sig.source, sig.pre, nodes, osc, eps_V=eps_V, exposure=stage.earth, period=opts.period)
         out.append(trace_form(R, nodes.gL, nodes.gR, sig.t_mid, phys))
     return out
-
-
-

@@ -1,8 +1,10 @@
 r"""A floating detector response: the analytic scintillator kernel recomputed in every call.
 
-The fixed-kernel model (:mod:`nuejax.model.spectral_model`) folds each signal through a kernel
-:math:`G^{(k)}` built once with the nominal response (light yield, Birks :math:`k_B`, resolution).
-Here the response parameters are fit parameters, and the fold is redone per call:
+The fixed-kernel model (:func:`~nuejax.model.borexino_like_model`) folds each signal through a
+kernel :math:`G^{(k)}` built once with the nominal response (light yield, Birks :math:`k_B`,
+resolution). :func:`floating_response_model` replaces that fold stage by
+:class:`~nuejax.model.folds.FloatingFold`, whose response parameters are fit parameters, so the
+fold is redone per call:
 
 .. math::
     \mu_j = \mathrm{MT}\,M_j\Big[\mathcal T(\theta)\Big(\sum_k a_k\,C_k
@@ -11,13 +13,13 @@ Here the response parameters are fit parameters, and the fold is redone per call
             + \sum_b \text{rate}_b\,t_b\Big)\Big]_j
 
 * :math:`f_T^{(k)}(T_i)`: the recoil spectrum of signal :math:`k` at its recoil-bin centres
-  (σ0 units). General path: :func:`~nuejax.model.spectral_model.signal_spectra` (the model's
-  precomputed cross sections, oscillations recomputed). Fast path: the 17 *unfolded* basis spectra
-  :math:`B_{kb}(T_i)` of the NSI/μ_ν polynomial (:mod:`nuejax.model.fast`), extracted once at
-  fixed oscillations from probe evaluations of the same precomputed route
-  (:func:`~nuejax.physics.precomputed.coefficients_from_probes`), and
-  :math:`f_T^{(k)} = \sum_b c_b(\varepsilon, \mu_\nu) B_{kb}` with
-  :func:`~nuejax.model.fast.basis_coefficients`.
+  (σ0 units), from the model's signal stage. General path:
+  :class:`~nuejax.model.signals.SolarSignals` (the precomputed cross sections, oscillations
+  recomputed; the general case of :mod:`nuejax.model.flavour` too). Fast path
+  (:func:`~nuejax.model.fast.fast_model` of the floating model): the *unfolded* basis spectra
+  :math:`B_{kb}(T_i)` of the new-physics polynomial, extracted once at fixed oscillations from
+  the same precomputed route, and :math:`f_T^{(k)} = \sum_b c_b(\varepsilon, \mu_\nu) B_{kb}`
+  (:class:`~nuejax.model.signals.PolynomialSignals`).
 * :math:`P(j\mid T)`: :func:`~nuejax.detector.response.bin_probabilities` (Bethe stopping power,
   Birks quenching, light yield, Gaussian resolution :math:`\sigma^2 = N + v_0 + (v_1 N)^2`),
   recomputed from the parameters ``light_yield``, ``kB``, ``var_const``, ``var_rel`` in every call.
@@ -65,42 +67,39 @@ relative on the expected spectra (tests: 1e-7 asked), −2 ln L by < 10⁻⁶ (t
 bound is in :mod:`~nuejax.detector.mean_grid`), and is smooth in all response parameters.
 ``benchmarks/timings/floating_response.py`` measures both against the fixed-response model.
 
-A :class:`FloatingResponseModel` is a PyTree with the :class:`~nuejax.model.spectral_model.ModelMethods`
-front door, so ``.expected``, ``.nll``, ``.parameters``, ``jax.grad`` and the fits of
-:mod:`nuejax.inference` apply unchanged.
+The result is a :class:`~nuejax.model.pipeline.Model` like any other (signals → floating fold →
+backgrounds → transform → exposure), so ``.expected``, ``.nll``, ``.parameters``, ``jax.grad`` and
+the fits of :mod:`nuejax.inference` apply unchanged, and its stages combine with any other
+(templates, peaks: :meth:`~nuejax.model.pipeline.Model.create`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..detector.mean_grid import DEFAULT_STEP, MeanGrid, grid_fold, mean_grid
-from ..detector.response import (QuenchingTable, ResponseParams, bin_probabilities, gaussian_fold, mean_photoelectrons,
-                                 photoelectron_variance, quenching_table)
+from ..detector.mean_grid import DEFAULT_STEP
+from ..detector.response import QuenchingTable, ResponseParams, quenching_table
 from ..detector.transforms import ResponseTransform
 from ..errors import InputError, ParameterError
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
-from ..physics.precomputed import group_probe_coefficients, group_recoil_spectra
+from ..physics.precomputed import group_recoil_spectra
 from ..physics.spectra import rate_per_day_factor, recoil_bin_quadrature, shape_only, uniform_recoil_edges
-from .fast import N_BASIS, OSC_PARAMS, baked_values, basis_coefficients
-from .likelihood import poisson_nll
+from .fast import fast_model
+from .folds import RESPONSE_TERMS, FloatingFold, KernelFold, response_grid
 from .parameters import Parameter, ParameterSet, unknown_name_message
-from .spectral_model import ModelMethods, SpectralModel, osc_from_params, signal_spectra
+from .pipeline import Model
+from .signals import SolarSignals
+from .stages import Exposure
 
-__all__ = ["FloatingResponseModel", "floating_response_model", "floating_expected", "floating_nll",
-           "floating_signal_spectra", "response_kernels", "response_parameters", "transform_parameters",
-           "RESPONSE_TERMS", "RESPONSE_BOUNDS", "TRANSFORM_DEFAULTS"]
+__all__ = ["floating_response_model", "floating_signal_spectra", "response_kernels", "response_parameters",
+           "transform_parameters", "RESPONSE_TERMS", "RESPONSE_BOUNDS", "TRANSFORM_DEFAULTS"]
 
-#: The response parameters, named like the fields of :class:`~nuejax.detector.response.ResponseParams`.
-RESPONSE_TERMS = ("light_yield", "kB", "var_const", "var_rel")
 #: (lower, upper) bounds of the response parameters.
 RESPONSE_BOUNDS = {"light_yield": (350.0, 650.0), "kB": (0.005, 0.02), "var_const": (0.0, 1e3),
                    "var_rel": (0.0, 0.2)}
@@ -117,147 +116,17 @@ _QUADRATURES = ("bin", "midpoint")
 _FOLDS = ("grid", "exact")
 
 
-def _static(**kw):
-    return field(metadata=dict(static=True), **kw)
+def floating_signal_spectra(model: Model, p) -> jax.Array:
+    """Recoil spectra of all signals at their bin centres, σ0 units: (n_sig, n_T) (zero-padded),
+    from the model's signal stage (general or fast)."""
+    fold = model.stage(FloatingFold)
+    return fold.stacked(model.stages[model.stages.index(fold) - 1](p, None))
 
 
-@jax.tree_util.register_dataclass
-@dataclass(frozen=True)
-class FloatingResponseModel(ModelMethods):
-    """A spectral model whose analytic detector response floats (module docstring).
-
-    Build with :func:`floating_response_model`. Arrays: ``nodes``/``weights`` (n_sig, n_T, n_q)
-    recoil quadrature nodes [MeV] and weights (times C_k; zero-padded where signals differ in
-    n_T or n_q); ``templates`` (n_bkg, n_obs_in) fixed background templates; ``mask`` (n_obs,) on
-    the output bins; ``obs_edges`` (n_obs_in + 1,) the bins of the fold; ``table`` the stopping-power
-    table of the Birks integral; general path: ``groups`` (the model's stacked spectra), fast path:
-    ``basis`` (n_sig, 17, n_T) unfolded basis spectra; ``transform`` None or a ResponseTransform;
-    ``baked_pulls`` the Gaussian pulls of the oscillation parameters baked into the fast path;
-    ``grid`` the grid of means of the interpolated fold (None: the exact fold), derived from the
-    nodes and the response parameters' bounds (:meth:`with_parameters` rederives it).
-    """
-
-    nodes: jax.Array
-    weights: jax.Array
-    templates: jax.Array
-    mask: jax.Array
-    obs_edges: jax.Array
-    table: QuenchingTable
-    groups: tuple
-    basis: jax.Array | None
-    transform: ResponseTransform | None
-    baked_pulls: jax.Array
-    #: the grid of means of the interpolated fold (``fold="grid"``); None: the exact fold
-    grid: MeanGrid | None
-    #: the SpectralModel's signal components (identity-hashed), read by ``signal_spectra``
-    signals: tuple = _static()
-    group_members: tuple = _static()
-    n_T: tuple = _static()  # recoil bins per signal (before padding)
-    norms: tuple = _static()
-    background_names: tuple = _static()
-    exposure: float = _static()
-    parameters: ParameterSet = _static()
-    fast: bool = _static()
-    quadrature: str = _static()
-    osc_values: tuple = _static(default=())  # fast path: the baked-in oscillation parameters
-
-    @property
-    def n_obs(self) -> int:
-        """Observable bins of the expectation (the transform's output bins when there is one)."""
-        if self.transform is not None:
-            return int(self.transform.out_edges.shape[0] - 1)
-        return int(self.obs_edges.shape[0] - 1)
-
-    @property
-    def out_edges(self) -> jax.Array:
-        """Edges of the bins of :meth:`expected`."""
-        return self.obs_edges if self.transform is None else self.transform.out_edges
-
-    @property
-    def signal_names(self) -> tuple:
-        return tuple(s.name for s in self.signals)
-
-    @property
-    def linear_parameters(self) -> tuple:
-        """The parameters in which the expectation is jointly affine, the signal normalisations
-        and background rates: :func:`~nuejax.inference.fitting.value_grad_hessian` builds the
-        exact Hessian from this structure."""
-        return tuple(dict.fromkeys(tuple(self.norms) + tuple("rate_" + b for b in self.background_names)))
-
-    def with_parameters(self, parameters: ParameterSet):
-        """The same model with a different parameter description; the grid of the interpolated
-        fold follows the new bounds of the light yield, k_B and var_const."""
-        m = super().with_parameters(parameters)
-        if self.grid is not None:
-            m = dataclasses.replace(m, grid=_grid(np.asarray(self.nodes), np.asarray(self.obs_edges), m.parameters, self.table, self.grid.step,
-                                                  self.nodes.dtype))
-        return m
-
-    def constraint_nll(self, params) -> jax.Array:
-        """The terms of -2 ln L besides the Poisson term: ``nll = poisson_nll(expected) + constraint_nll``."""
-        return self.parameters.pulls(params) + self.baked_pulls
-
-    def expected(self, params) -> jax.Array:
-        """Expected counts per observable bin; checked front door (see ModelMethods)."""
-        self._check_call(params)
-        return floating_expected(self, params)
-
-    def nll(self, params, data) -> jax.Array:
-        """-2 ln L (Poisson + Gaussian pulls); checked front door."""
-        self._check_call(params, data)
-        return floating_nll(self, params, data)
-
-
-# -- per call ------------------------------------------------------------------------------------
-def floating_signal_spectra(model: FloatingResponseModel, p) -> jax.Array:
-    """Recoil spectra of all signals at their bin centres, σ0 units: (n_sig, n_T) (zero-padded).
-
-    General path: :func:`~nuejax.model.spectral_model.signal_spectra`; fast path:
-    :math:`\\sum_b c_b B_{kb}`."""
-    if model.basis is not None:
-        return jnp.einsum("b,kbi->ki", basis_coefficients(p), model.basis)
-    n = model.nodes.shape[1]
-    f = signal_spectra(model, p)
-    return jnp.stack([jnp.pad(fk, (0, n - fk.shape[0])) for fk in f])
-
-
-def _response(p) -> ResponseParams:
-    return ResponseParams(*(p[n] for n in RESPONSE_TERMS))
-
-
-def response_kernels(model: FloatingResponseModel, p) -> jax.Array:
-    r"""The floating kernels :math:`K_{kij} = C_k \sum_q w_{iq} P(j\mid T_{iq}; p)` (n_sig, n_T, n_obs_in):
-    at the nominal response, the fixed model's kernels :math:`G^{(k)}` (for inspection; a call of
-    :func:`floating_expected` contracts the same sum directly)."""
-    P = bin_probabilities(model.nodes, model.obs_edges, _response(p), model.table)
-    return jnp.sum(model.weights[..., None] * P, axis=2)
-
-
-def _folded_signals(model: FloatingResponseModel, p) -> jax.Array:
-    a = jnp.stack([p[n] for n in model.norms])
-    w = (a[:, None] * floating_signal_spectra(model, p))[..., None] * model.weights  # (n_sig, n_T, n_q)
-    resp = _response(p)
-    mean = mean_photoelectrons(model.nodes, resp, model.table)
-    if model.grid is not None:
-        return grid_fold(w, mean, resp, model.obs_edges, model.grid)
-    return gaussian_fold(w, mean, photoelectron_variance(mean, resp), model.obs_edges)
-
-
-@jax.jit
-def floating_expected(model: FloatingResponseModel, p) -> jax.Array:
-    """Expected counts per observable bin (module docstring)."""
-    total = _folded_signals(model, p)
-    if model.background_names:
-        total = total + jnp.stack([p["rate_" + b] for b in model.background_names]) @ model.templates
-    if model.transform is not None:
-        total = model.transform(p, total)
-    return model.exposure * model.mask * total
-
-
-@jax.jit
-def floating_nll(model: FloatingResponseModel, p, data) -> jax.Array:
-    """-2 ln L: Poisson term, Gaussian pulls, and (fast path) the pulls of the baked-in oscillations."""
-    return poisson_nll(floating_expected(model, p), data) + model.parameters.pulls(p) + model.baked_pulls
+def response_kernels(model: Model, p) -> jax.Array:
+    r"""The floating kernels :math:`K_{kij} = C_k \sum_q w_{iq} P(j\mid T_{iq}; p)` (n_sig, n_T, n_obs_in)
+    of the model's floating fold (:meth:`~nuejax.model.folds.FloatingFold.kernels`)."""
+    return model.stage(FloatingFold).kernels(p)
 
 
 # -- building -------------------------------------------------------------------------------------
@@ -327,10 +196,6 @@ def _sm_spectra(groups, osc):
     return [group_recoil_spectra(g, NewPhysics(), osc) for g in groups]
 
 
-def _basis_spectra(groups, osc):
-    return [group_probe_coefficients(g, osc) for g in groups]
-
-
 def _ungroup(per_group, members, n_sig):
     out = [None] * n_sig
     for arr, idx in zip(per_group, members):
@@ -358,30 +223,22 @@ def _recoil_edges(sig, recoil_edges):
     return e
 
 
-def _grid(nodes, edges, parameters: ParameterSet, table, step, dtype) -> MeanGrid:
-    """The grid of means up to the largest node mean that the bounds allow: the highest light
-    yield and the lowest k_B (the quenched energy falls as k_B grows)."""
-    lo_v0 = parameters["var_const"].lower
-    if lo_v0 < 0:
-        raise InputError(f"the grid fold needs var_const >= 0 (its grid spacing assumes the width is at least the "
-                         f"photoelectron statistics), but its lower bound is {lo_v0}; use fold='exact'")
-    top = ResponseParams(parameters["light_yield"].upper, parameters["kB"].lower)
-    mu_max = float(mean_photoelectrons(jnp.asarray(float(np.max(nodes))), top, table))
-    return mean_grid(mu_max, float(np.max(edges)), float(step), dtype=dtype)
-
-
-def floating_response_model(model: SpectralModel, *, fast: bool, response_names=RESPONSE_TERMS,
+def floating_response_model(model: Model, *, fast: bool, response_names=RESPONSE_TERMS,
                             response: ResponseParams = ResponseParams(), table: QuenchingTable | None = None,
                             osc: OscillationParams = OscillationParams(), osc_params: Mapping | None = None,
                             quadrature: str = "bin", n_bin_quad: int = 4, transform: ResponseTransform | None = None,
                             transform_params=(), mask=None, recoil_edges: Mapping | None = None,
-                            fold: str = "grid", grid_step: float = DEFAULT_STEP) -> FloatingResponseModel:
+                            fold: str = "grid", grid_step: float = DEFAULT_STEP) -> Model:
     """Build the floating-response version of ``model`` (module docstring).
 
     Args:
-        model: a :class:`SpectralModel` built with the analytic response ``response`` (e.g.
-            :func:`~nuejax.model.borexino_like_model`), without a live-time mask inside its kernels.
-        fast: the fast path (unfolded basis spectra at fixed oscillations) or the general one.
+        model: a model with a general signal stage and a fixed kernel fold built with the analytic
+            response ``response`` (e.g. :func:`~nuejax.model.borexino_like_model`, the general case
+            too), without a live-time mask inside its kernels. Its fold stage is replaced by
+            :class:`~nuejax.model.folds.FloatingFold`; the stages after it on the model's bins
+            (the backgrounds) stay; the transform and the exposure follow.
+        fast: the fast path (:func:`~nuejax.model.fast.fast_model` of the floating model: unfolded
+            basis spectra at fixed oscillations) or the general one.
         response_names: the response parameters that are free; the others of
             :data:`RESPONSE_TERMS` are parameters too, fixed at their nominal values.
         response: the nominal response, the one ``model`` was built with (the parameters' defaults).
@@ -411,11 +268,12 @@ def floating_response_model(model: SpectralModel, *, fast: bool, response_names=
             of the wrong shape, recoil bins that do not match the signals'.
         ParameterError: a response or transform parameter name that the model already has.
     """
-    if not isinstance(model, SpectralModel):
-        raise InputError(f"floating_response_model needs a SpectralModel, got {type(model).__name__}")
-    if model.flavour is not None:
-        raise InputError("floating_response_model does not support general-case models (general NSI, mediators, "
-                         "NSI in propagation, day-night) yet: its recoil spectra are the flavour-diagonal ones")
+    signals_stage = model.stage(SolarSignals) if isinstance(model, Model) else None
+    kernel_fold = model.stage(KernelFold) if isinstance(model, Model) else None
+    if signals_stage is None or kernel_fold is None:
+        raise InputError("floating_response_model needs a model with a general signal stage and a fixed kernel fold "
+                         f"(e.g. borexino_like_model()), got {type(model).__name__}"
+                         + (f" with stages {[type(s).__name__ for s in model.stages]}" if isinstance(model, Model) else ""))
     if quadrature not in _QUADRATURES:
         raise InputError(f"quadrature must be one of {_QUADRATURES}, got {quadrature!r}")
     if not (isinstance(n_bin_quad, int) and n_bin_quad >= 1):
@@ -425,22 +283,26 @@ def floating_response_model(model: SpectralModel, *, fast: bool, response_names=
     if fold == "grid" and not (isinstance(grid_step, (int, float)) and 0 < grid_step <= 1):
         raise InputError(f"grid_step must be a number in (0, 1] (the grid fold's error grows as grid_step**6), "
                          f"got {grid_step!r}")
-    if not model.signals:
+    if not fast and osc_params:
+        raise InputError("osc_params is for the fast path (fast=True); the general path reads the oscillation "
+                         "parameters from the parameter dict")
+    sigs = signals_stage.signals
+    if not sigs:
         raise InputError("floating_response_model: the model has no signal component")
-    dt = model.templates.dtype
+    dt = model.obs_edges.dtype
     table = quenching_table(dtype=dt) if table is None else table
-    sigs = model.signals
     n_sig = len(sigs)
 
     # quadrature nodes and weights of every signal
     if quadrature == "bin":
-        f_sm = _ungroup(_sm_spectra(model.groups, osc), model.group_members, n_sig)
+        f_sm = _ungroup(_sm_spectra(signals_stage.groups, osc), signals_stage.group_members, n_sig)
     nodes, weights = [], []
     for k, sig in enumerate(sigs):
         e = _recoil_edges(sig, recoil_edges)
         c = float(rate_per_day_factor(sig.source, in_sigma0_units=True))
         if quadrature == "bin":
-            T, wf = _bin_nodes(shape_only(sig.source), jnp.asarray(e, dtype=dt), osc, model.radiative, n_bin_quad)
+            T, wf = _bin_nodes(shape_only(sig.source), jnp.asarray(e, dtype=dt), osc, signals_stage.radiative,
+                               n_bin_quad)
             T = np.moveaxis(np.asarray(T), 0, 1).reshape(len(e) - 1, -1)  # (n_T, L * q)
             wf = np.moveaxis(np.asarray(wf), 0, 1).reshape(len(e) - 1, -1)
             fs = f_sm[k]
@@ -455,25 +317,8 @@ def floating_response_model(model: SpectralModel, *, fast: bool, response_names=
     nodes = np.stack([np.pad(t, ((0, n_T - t.shape[0]), (0, n_q - t.shape[1])), mode="edge") for t in nodes])
     weights = np.stack([np.pad(w, ((0, n_T - w.shape[0]), (0, n_q - w.shape[1]))) for w in weights])
 
-    # recoil spectra: the model's groups (general) or the unfolded basis (fast)
-    base_params = model.parameters
-    groups, basis, baked_pulls, osc_values = model.groups, None, jnp.zeros((), dtype=dt), ()
-    if fast:
-        base = baked_values(model, osc_params)
-        b = _ungroup(_basis_spectra(model.groups, osc_from_params(base)), model.group_members, n_sig)
-        basis = jnp.asarray(np.stack([np.pad(x, ((0, 0), (0, n_T - x.shape[1]))) for x in b]), dtype=dt)
-        assert basis.shape[1] == N_BASIS
-        base_params = ParameterSet(tuple(p for p in model.parameters.parameters if p.name not in OSC_PARAMS))
-        baked = ParameterSet(tuple(p for p in model.parameters.parameters if p.name in OSC_PARAMS))
-        baked_pulls = baked.pulls({k: base[k] for k in baked.names}).astype(dt)
-        osc_values = tuple((k, float(base[k])) for k in OSC_PARAMS if k in base)
-        groups = ()
-    elif osc_params:
-        raise InputError("osc_params is for the fast path (fast=True); the general path reads the oscillation "
-                         "parameters from the parameter dict")
-
     # the transform and the bins of the expectation
-    groups_of_params = [("model", base_params.parameters), ("response", response_parameters(response, response_names))]
+    groups_of_params = [("model", model.parameters.parameters), ("response", response_parameters(response, response_names))]
     in_edges = np.asarray(model.obs_edges)
     if transform is not None:
         if not isinstance(transform, ResponseTransform):
@@ -489,8 +334,9 @@ def floating_response_model(model: SpectralModel, *, fast: bool, response_names=
     else:
         out_edges = in_edges
     n_out = out_edges.size - 1
+    exposure = model.stage(Exposure)
     if mask is None:
-        m = np.asarray(model.mask)
+        m = np.asarray(exposure.mask) if exposure is not None else np.ones(in_edges.size - 1)
         same = out_edges.shape == in_edges.shape and np.allclose(out_edges, in_edges)
         if not same and not np.all(m == 1.0):
             raise InputError("floating_response_model: the model has a live-time mask on its own bins and the "
@@ -500,10 +346,15 @@ def floating_response_model(model: SpectralModel, *, fast: bool, response_names=
     if mask.shape != (n_out,) or not np.all(np.isfinite(mask)) or np.any(mask < 0):
         raise InputError(f"mask must be finite, >= 0, of shape ({n_out},), got shape {mask.shape}")
     parameters = _merge(*groups_of_params)
-    grid = _grid(nodes, in_edges, parameters, table, grid_step, dt) if fold == "grid" else None
+    grid = response_grid(nodes, in_edges, parameters, table, grid_step, dt) if fold == "grid" else None
 
-    return FloatingResponseModel(
-        jnp.asarray(nodes, dtype=dt), jnp.asarray(weights, dtype=dt), model.templates, jnp.asarray(mask, dtype=dt),
-        model.obs_edges, table, groups, basis, transform, baked_pulls, grid, sigs, model.group_members if not fast else (),
-        tuple(int(s.t_mid.shape[0]) for s in sigs), tuple(s.norm for s in sigs), model.background_names,
-        model.exposure, parameters, bool(fast), quadrature, osc_values)
+    floating = FloatingFold(jnp.asarray(nodes, dtype=dt), jnp.asarray(weights, dtype=dt), table, grid,
+                            model.obs_edges, kernel_fold.norms, quadrature)
+    i = model.stages.index(kernel_fold)
+    # everything after the fold on the model's own bins (backgrounds), then the transform and the exposure
+    middle = tuple(s for s in model.stages[i + 1:] if not isinstance(s, Exposure))
+    stages = model.stages[:i] + (floating,) + middle + ((transform,) if transform is not None else ()) \
+        + (Exposure(jnp.asarray(mask, dtype=dt), exposure.exposure if exposure is not None else 1.0),)
+    out = Model.create(stages, parameters, obs_edges=out_edges, constraints=model.constraints, baked=model.baked,
+                       check_shape=False)
+    return fast_model(out, osc_params) if fast else out

@@ -13,13 +13,15 @@ function returns :math:`+\infty` there (no NaN, and a minimizer backs away), and
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-__all__ = ["poisson_nll", "check_expected", "check_counts", "poisson_draw", "poisson_parts", "POISSON_PART_MAX"]
+__all__ = ["BinnedPoisson", "poisson_nll", "check_expected", "check_counts", "poisson_draw", "poisson_parts",
+           "POISSON_PART_MAX"]
 
 #: Largest mean :func:`jax.random.poisson` is asked to draw from. Its draws are wrong for large
 #: means (JAX 0.10.2, 4e5 draws per mean: variance/mean 1.013 at 1.4e5, 0.945 at 6.5e5, 0.907 at
@@ -104,3 +106,25 @@ def check_expected(mu, n, edges=None) -> None:
     bad = np.nonzero((mu <= 0) & (n > 0))[0]
     if bad.size:
         raise ValueError(f"expected count {mu[bad[0]]:g} <= 0 with {n[bad[0]]:g} observed in {where(bad[0])}")
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class BinnedPoisson:
+    """The likelihood stage of binned data: −2 ln L of observed counts given the expected counts,
+    :func:`poisson_nll` (paper Eq. logL), on the bins ``obs_edges`` (None: bins without edges, a
+    user model's); toys draw every bin from its Poisson distribution (:func:`poisson_draw`)."""
+
+    obs_edges: jax.Array | None = None
+
+    @property
+    def n_obs(self) -> int | None:
+        return None if self.obs_edges is None else int(self.obs_edges.shape[0] - 1)
+
+    def __call__(self, expected, data) -> jax.Array:
+        return poisson_nll(expected, data)
+
+    def sample(self, key, expected, shape=None, parts: int = 1) -> jax.Array:
+        """Counts drawn from ``expected`` (broadcast to ``shape``); ``parts`` as in :func:`poisson_draw`."""
+        return poisson_draw(key, expected, shape, parts=parts)
+

@@ -48,8 +48,10 @@ def _on_device(values: dict) -> dict:
 class Parameter:
     """One fit parameter.
 
-    ``constraint = (centre, sigma)`` adds the Gaussian pull ((value - centre)/sigma)^2 to
-    -2 ln L (paper Eq. logL).
+    ``constraint = (centre, sigma)`` declares a Gaussian auxiliary measurement of the parameter:
+    a model makes it a :class:`~nuejax.model.constraints.GaussianConstraint` term
+    (:func:`~nuejax.model.constraints.parameter_terms`), which adds ((value - centre)/sigma)^2 to
+    -2 ln L (paper Eq. logL) and whose centre toys redraw.
     """
 
     name: str
@@ -117,6 +119,10 @@ class ParameterSet:
 
     def __len__(self) -> int:
         return len(self.parameters)
+
+    def __iter__(self):
+        """The :class:`Parameter` objects, in order."""
+        return iter(self.parameters)
 
     @property
     def names(self) -> tuple:
@@ -196,17 +202,6 @@ class ParameterSet:
         if np.any(v < p.lower) or np.any(v > p.upper):
             raise ParameterError(f"parameter {name}: {what} {value!r} outside its bounds [{p.lower}, {p.upper}]")
 
-    def free_vector(self, params: Mapping) -> jnp.ndarray:
-        """The free parameters' values, in order, as a 1-D array."""
-        return jnp.stack([jnp.asarray(params[n]) for n in self.free_names])
-
-    def from_free_vector(self, x, base: Mapping | None = None) -> dict:
-        """Parameter PyTree with the free parameters taken from ``x`` (fixed ones from ``base`` or defaults)."""
-        out = dict(self.defaults() if base is None else base)
-        for i, n in enumerate(self.free_names):
-            out[n] = x[..., i]
-        return out
-
     def bounds(self, names: Iterable[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         names = self.free_names if names is None else tuple(names)
         return (np.array([self[n].lower for n in names]), np.array([self[n].upper for n in names]))
@@ -236,15 +231,6 @@ class ParameterSet:
                 raise ParameterError(unknown_name_message(k, self.names))
             self.check_value(k, v, what)
         return dict(overrides)
-
-    def pulls(self, params: Mapping):
-        """Sum of Gaussian constraint terms ((value - centre)/sigma)^2 (paper Eq. logL)."""
-        total = jnp.zeros((), dtype=jnp.result_type(float))
-        for p in self.parameters:
-            if p.constraint is not None:
-                c, s = p.constraint
-                total = total + ((params[p.name] - c) / s) ** 2
-        return total
 
     def table(self) -> str:
         """A readable table of the parameters."""

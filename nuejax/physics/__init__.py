@@ -54,4 +54,16 @@ from .spectra import (
 )
 from .rates import component_rates
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    "arrival_density_matrix", "binned_recoil_spectrum", "bks_couplings", "bks_qed_functions", "build_source",
+    "CNO_NAMES", "COMPONENT_NAMES", "component_rates", "COMPONENTS", "day_night_asymmetry", "density_matrix",
+    "DETECTOR_LATITUDES", "differential_rate", "dsigma_dT", "dsigma_dT_matrix", "dsigma_dT_mm", "dsigma_dT_state",
+    "dsigma_dT_weak", "e_min", "earth_exposure", "EarthExposure", "event_rate", "event_rate_general",
+    "flavour_probabilities", "flux", "GeneralPhysics", "get_component", "hermitian", "mass_state_weights",
+    "mass_state_weights_nsi", "mass_state_weights_three_flavour", "MEDIATOR_COUPLING_UNIT", "MU_NU_UNIT",
+    "NewPhysics", "night_density_matrix", "OscillationParams", "pmns_abs2", "pmns_matrix", "production_profile",
+    "ProductionProfile", "recoil_bin_quadrature", "recoil_spectrum", "recoil_spectrum_general",
+    "scalar_mediator_dsigma_dT", "sigma_total", "SOLAR_MODELS", "SolarSource", "state_table", "SUBCOMPONENT_NAMES",
+    "survival_probability", "t_max", "tree_couplings", "uniform_recoil_edges", "vector_mediator_epsilon",
+    "weak_kinematics",
+]

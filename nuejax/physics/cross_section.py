@@ -70,14 +70,14 @@ _U_GUARD = 1e-15
 MU_NU_UNIT = 1e-11
 #: sqrt(pi r_e^2 / sigma0) x MU_NU_UNIT: multiplies mu_nu [MU_NU_UNIT] so that its square is the
 #: magnetic-moment cross section in units of SIGMA0_PER_MEV x MeV.
-_MM_SCALE_SIGMA0 = math.sqrt(PI_RE2_CM2 / SIGMA0_PER_MEV) * MU_NU_UNIT
+MM_SCALE_SIGMA0 = math.sqrt(PI_RE2_CM2 / SIGMA0_PER_MEV) * MU_NU_UNIT
 #: sqrt(pi r_e^2) x MU_NU_UNIT [cm]: the same in cm^2/MeV.
 _MM_SCALE_CM = math.sqrt(PI_RE2_CM2) * MU_NU_UNIT
 #: Concrete |mu_nu| values in (0, this) are taken for a value meant in mu_B and warned about.
 _MU_NU_SUSPICIOUS = 1e-6
 
 
-def _check_mu_nu_unit(mu_nu) -> None:
+def check_mu_nu_unit(mu_nu) -> None:
     """Warn when a concrete ``mu_nu`` looks like a value in mu_B (0 < |mu_nu| < 1e-6).
 
     Only Python and NumPy numbers and arrays are inspected: JAX arrays and tracers (under ``jit``,
@@ -126,7 +126,7 @@ class NewPhysics(_NewPhysicsFields):
     __slots__ = ()
 
     def __new__(cls, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), mu_nu=0.0):
-        _check_mu_nu_unit(mu_nu)
+        check_mu_nu_unit(mu_nu)
         return super().__new__(cls, eps_L, eps_R, mu_nu)
 
 
@@ -155,7 +155,7 @@ def tree_couplings(sw2=SW2_LOW_ENERGY):
     return gL, gR
 
 
-def _kinematics(T, E):
+def kinematics(T, E):
     """Physical-region mask and guarded copies of T and E (for the double-where pattern)."""
     T = jnp.asarray(T)
     E = jnp.asarray(E)
@@ -264,7 +264,7 @@ def bks_qed_functions(T, E):
     return f_minus, f_plus, f_pm
 
 
-def _eps(x):
+def as_float(x):
     return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
@@ -286,7 +286,7 @@ def weak_kinematics(T, E, *, radiative=True, sw2=SW2_LOW_ENERGY):
     physical region, where ``valid`` is False) and the couplings ``gL``, ``gR`` of shape
     ``(..., 3)`` (flavours e, μ, τ) in the tree-level sign convention.
     """
-    valid, T_s, E_s = _kinematics(T, E)
+    valid, T_s, E_s = kinematics(T, E)
     z = T_s / E_s
     if radiative:
         gL, gR = bks_couplings(T_s)
@@ -320,8 +320,8 @@ def dsigma_dT_weak(T, E, eps_L=(0.0, 0.0, 0.0), eps_R=(0.0, 0.0, 0.0), *, radiat
     The kinematic factors are those of :func:`weak_kinematics`.
     """
     valid, K, gL, gR = weak_kinematics(T, E, radiative=radiative, sw2=sw2)
-    gL = gL + _eps(eps_L)
-    gR = gR + _eps(eps_R)
+    gL = gL + as_float(eps_L)
+    gR = gR + as_float(eps_R)
     K = K[..., None, :]
     xs = gL**2 * K[..., 0] + gR**2 * K[..., 1] + gL * gR * K[..., 2]
     unit = 1.0 if in_sigma0_units else SIGMA0_PER_MEV
@@ -338,29 +338,29 @@ def dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
     ``in_sigma0_units`` as in :func:`dsigma_dT_weak`. A concrete ``mu_nu`` that looks like a
     value in :math:`\mu_B` warns, as in :class:`NewPhysics`.
     """
-    _check_mu_nu_unit(mu_nu)
-    return _dsigma_dT_mm(T, E, mu_nu, in_sigma0_units=in_sigma0_units)
+    check_mu_nu_unit(mu_nu)
+    return dsigma_dT_mm_unchecked(T, E, mu_nu, in_sigma0_units=in_sigma0_units)
 
 
-def _mm_shape(T, E):
+def mm_shape(T, E):
     """1/T - 1/E where 0 < T <= T_max(E), zero elsewhere (T = 0 included; NaN-free gradients)."""
-    valid, T_s, E_s = _kinematics(T, E)
+    valid, T_s, E_s = kinematics(T, E)
     valid = valid & (jnp.asarray(T) > 0.0)
     T_s = jnp.where(valid, T_s, 0.5 * t_max(E_s))  # keep 1/T finite where masked (NaN-free grad)
     return jnp.where(valid, 1.0 / T_s - 1.0 / E_s, 0.0)
 
 
-def _mm_couplings2(mu_nu, *, in_sigma0_units=False):
+def mm_couplings2(mu_nu, *, in_sigma0_units=False):
     """(3,) squared moments times pi r_e^2 (cm^2, or sigma0 x MeV units): the magnetic-moment
-    cross section is ``_mm_shape(T, E) * _mm_couplings2(mu_nu)``."""
+    cross section is ``mm_shape(T, E) * mm_couplings2(mu_nu)``."""
     # Scale mu before squaring: (3e-11 mu_B)^2 ~ 1e-21 and pi r_e^2 ~ 2.5e-25 cm^2 are both
     # hostile to float32, their product in sigma0 units is O(0.01).
-    scale = _MM_SCALE_SIGMA0 if in_sigma0_units else _MM_SCALE_CM
-    return (jnp.broadcast_to(_eps(mu_nu), (3,)) * scale) ** 2
+    scale = MM_SCALE_SIGMA0 if in_sigma0_units else _MM_SCALE_CM
+    return (jnp.broadcast_to(as_float(mu_nu), (3,)) * scale) ** 2
 
 
-def _dsigma_dT_mm(T, E, mu_nu, *, in_sigma0_units=False):
-    return _mm_shape(T, E)[..., None] * _mm_couplings2(mu_nu, in_sigma0_units=in_sigma0_units)
+def dsigma_dT_mm_unchecked(T, E, mu_nu, *, in_sigma0_units=False):
+    return mm_shape(T, E)[..., None] * mm_couplings2(mu_nu, in_sigma0_units=in_sigma0_units)
 
 
 def dsigma_dT(T, E, physics: NewPhysics = NewPhysics(), *, radiative=True, sw2=SW2_LOW_ENERGY,
@@ -373,10 +373,10 @@ def dsigma_dT(T, E, physics: NewPhysics = NewPhysics(), *, radiative=True, sw2=S
     """
     xs = dsigma_dT_weak(T, E, physics.eps_L, physics.eps_R, radiative=radiative, sw2=sw2,
                         in_sigma0_units=in_sigma0_units)
-    return xs + _dsigma_dT_mm(T, E, physics.mu_nu, in_sigma0_units=in_sigma0_units)
+    return xs + dsigma_dT_mm_unchecked(T, E, physics.mu_nu, in_sigma0_units=in_sigma0_units)
 
 
-def _gauss_legendre_regularised(n):
+def gauss_legendre_regularised(n):
     """Gauss-Legendre nodes/weights on [0, 1] after the map x = 3s^2 - 2s^3.
 
     The map has zero derivative at both ends, which turns integrable end-point singularities
@@ -399,7 +399,7 @@ def sigma_total(E, physics: NewPhysics = NewPhysics(), *, T_min=0.0, radiative=T
     (the :math:`1/T` term diverges logarithmically).
     """
     E = jnp.asarray(E)
-    x, w = _gauss_legendre_regularised(n_quad)
+    x, w = gauss_legendre_regularised(n_quad)
     lo = jnp.broadcast_to(jnp.asarray(T_min, dtype=E.dtype), E.shape)
     hi = jnp.maximum(t_max(E), lo)
     width = hi - lo

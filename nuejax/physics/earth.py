@@ -51,7 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..constants import HBARC_MEV_CM, V_CC_EV_PER_MOL_CM3
-from .oscillation import (OscillationParams, ProductionProfile, _propagation_basis, _rotation_12, density_from_weights,
+from .oscillation import (OscillationParams, ProductionProfile, propagation_basis, rotation_12, density_from_weights,
                           nsi_matter_block, solar_mass_weights)
 
 __all__ = [
@@ -292,7 +292,7 @@ def night_density_matrix(E, osc: OscillationParams, profile: ProductionProfile, 
     mass-state weights (..., 3) (:func:`~nuejax.physics.oscillation.solar_mass_weights`)."""
     E = jnp.asarray(E)
     P = solar_mass_weights(E, osc, profile, eps_V) if mass_weights is None else mass_weights
-    R12 = _rotation_12(osc)[:2, :2]
+    R12 = rotation_12(osc)[:2, :2]
     cdt = R12.dtype
     rho12 = jnp.einsum("ai,...i,bi->...ab", R12, P[..., :2].astype(cdt), R12)
     S = _chords(lambda st, ne: earth_evolution(E, osc, st, ne, eps_V), exposure.steps, exposure.n_e)
@@ -300,7 +300,7 @@ def night_density_matrix(E, osc: OscillationParams, profile: ProductionProfile, 
     night12 = jnp.einsum("b,...bij,...jk,...blk->...il", w, S, rho12, jnp.conj(S))
     rho_p = jnp.zeros(E.shape + (3, 3), cdt)
     rho_p = rho_p.at[..., :2, :2].set(night12).at[..., 2, 2].set(P[..., 2].astype(cdt))
-    O = _propagation_basis(osc)
+    O = propagation_basis(osc)
     return O @ rho_p @ jnp.conj(O).T
 
 

@@ -58,7 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..constants import G_F, M_E, SIGMA0_PER_MEV, SW2_LOW_ENERGY
-from .cross_section import (NewPhysics, _check_mu_nu_unit, _dsigma_dT_mm, _kinematics, _mm_couplings2,
+from .cross_section import (NewPhysics, check_mu_nu_unit, dsigma_dT_mm_unchecked, kinematics, mm_couplings2,
                             weak_kinematics)
 
 __all__ = [
@@ -146,7 +146,7 @@ class GeneralPhysics(_GeneralPhysicsFields):
 
     def __new__(cls, eps_L=np.zeros((3, 3), dtype=complex), eps_R=np.zeros((3, 3), dtype=complex), mu_nu=0.0,
                 vector_coupling=0.0, vector_mass=10.0, scalar_coupling=0.0, scalar_mass=10.0):
-        _check_mu_nu_unit(mu_nu)
+        check_mu_nu_unit(mu_nu)
         return super().__new__(cls, _nsi_matrix(eps_L, "eps_L"), _nsi_matrix(eps_R, "eps_R"), mu_nu,
                                vector_coupling, vector_mass, scalar_coupling, scalar_mass)
 
@@ -192,7 +192,7 @@ def scalar_mediator_dsigma_dT(T, E, coupling, mass, *, in_sigma0_units=False):
     r"""Scalar-mediator cross section :math:`g_\nu^2g_e^2\,m_eT(2m_e+T)/[8\pi E^2(2m_eT+m_\phi^2)^2]`
     [cm^2/MeV] (module docstring), flavour-universal, zero outside :math:`0 \le T \le T_{max}`;
     ``coupling`` = :math:`g_\nu g_e` in units of :data:`MEDIATOR_COUPLING_UNIT`, ``mass`` in MeV."""
-    valid, T_s, E_s = _kinematics(T, E)
+    valid, T_s, E_s = kinematics(T, E)
     xs = jnp.asarray(coupling) ** 2 * _scalar_shape(T_s, E_s, mass)
     return jnp.where(valid, xs if in_sigma0_units else SIGMA0_PER_MEV * xs, 0.0)
 
@@ -218,11 +218,11 @@ def dsigma_dT_matrix(T, E, physics: GeneralPhysics = GeneralPhysics(), *, radiat
     if isinstance(physics, NewPhysics):
         physics = GeneralPhysics.from_new_physics(physics)
     valid, K, gL, gR = weak_kinematics(T, E, radiative=radiative, sw2=sw2)
-    _, T_s, E_s = _kinematics(T, E)
+    _, T_s, E_s = kinematics(T, E)
     GL, GR = _couplings(gL, gR, T_s, physics)
     Kc = K.astype(GL.dtype)[..., None, None, :]
     Q = Kc[..., 0] * (GL @ GL) + Kc[..., 1] * (GR @ GR) + Kc[..., 2] * _anticommutator_half(GL, GR)
-    mm = _dsigma_dT_mm(T, E, physics.mu_nu, in_sigma0_units=True)  # (..., 3): diagonal in flavour
+    mm = dsigma_dT_mm_unchecked(T, E, physics.mu_nu, in_sigma0_units=True)  # (..., 3): diagonal in flavour
     scalar = jnp.asarray(physics.scalar_coupling) ** 2 * _scalar_shape(T_s, E_s, physics.scalar_mass)
     Q = Q + (mm + scalar[..., None])[..., None] * jnp.eye(3)
     unit = 1.0 if in_sigma0_units else SIGMA0_PER_MEV
@@ -261,7 +261,7 @@ def trace_form(R, gL, gR, T, physics: GeneralPhysics):
     tr = lambda a, b: jnp.real(jnp.einsum("...ab,...ba->...", a, b))  # noqa: E731
     f = (tr(R_abc[..., 0, :, :], GL @ GL) + tr(R_abc[..., 1, :, :], GR @ GR)
          + tr(R_abc[..., 2, :, :], _anticommutator_half(GL, GR)))
-    f = f + R_mu @ _mm_couplings2(physics.mu_nu, in_sigma0_units=True)
+    f = f + R_mu @ mm_couplings2(physics.mu_nu, in_sigma0_units=True)
     # h_phi(T) E^2 = the scalar shape without its 1/E^2, which R_phi carries
     f = f + R_phi * jnp.asarray(physics.scalar_coupling) ** 2 * _scalar_shape(T, 1.0, physics.scalar_mass)
     return f

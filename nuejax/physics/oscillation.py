@@ -38,7 +38,7 @@ import numpy as np
 
 from ..constants import V_CC_EV_PER_MOL_CM3
 from ..precision import resolve_dtype
-from .solar import _check_model, get_component, read_data_file
+from .solar import check_solar_model, get_component, read_data_file
 
 __all__ = [
     "OscillationParams",
@@ -121,7 +121,7 @@ def production_profile(component: str, solar_model: str = "gs98", dtype=None,
     rounding without NSI in propagation, 25x cheaper); ``None`` (default) keeps every zone.
     """
     dt = resolve_dtype(dtype)
-    table = _profile_table(_check_model(solar_model))
+    table = _profile_table(check_solar_model(solar_model))
     f = table[:, get_component(component).profile_column]
     keep = f > 0
     n_e = 10.0 ** table[keep, 2]
@@ -279,12 +279,12 @@ def _production_mean_cos2m_jvp(primals, tangents):
              (dE, lambda: -y2 * Sb / E)]
     t = jnp.zeros_like(out)
     for dot, partial in terms:
-        if not _is_zero(dot):
+        if not is_zero(dot):
             t = t + partial() * dot
-    if not _is_zero(dn_e):  # per-zone tangents: a general (rarely needed) zone sum
+    if not is_zero(dn_e):  # per-zone tangents: a general (rarely needed) zone sum
         _, y, A, z = _matter_cos2(E, dm2, s12, s13, n_e)
         t = t - _zone_sum(weight, y * y * A / n_e * dn_e * jax.lax.rsqrt(z) / z)
-    if not _is_zero(dweight):
+    if not is_zero(dweight):
         x, _, _, z = _matter_cos2(E, dm2, s12, s13, n_e)
         t = t + _zone_sum(dweight, x * jax.lax.rsqrt(z))
     return out, t
@@ -293,7 +293,7 @@ def _production_mean_cos2m_jvp(primals, tangents):
 production_mean_cos2m.defjvp(_production_mean_cos2m_jvp, symbolic_zeros=True)
 
 
-def _is_zero(t) -> bool:
+def is_zero(t) -> bool:
     return isinstance(t, jax.custom_derivatives.SymbolicZero)
 
 
@@ -368,7 +368,7 @@ def pmns_matrix(osc: OscillationParams):
     (R. L. Workman et al. (PDG), Prog. Theor. Exp. Phys. 2022, 083C01, Eq. 14.33).
     A complex off-diagonal NSI coupling is defined relative to this phase convention.
     """
-    return _rotation_23(osc) @ _u13(osc) @ _rotation_12(osc)
+    return _rotation_23(osc) @ _u13(osc) @ rotation_12(osc)
 
 
 def _sc(s2):
@@ -376,7 +376,7 @@ def _sc(s2):
     return jnp.sqrt(s2), jnp.sqrt(1.0 - s2)
 
 
-def _rotation_12(osc):
+def rotation_12(osc):
     s, c = _sc(osc.sin2_theta12)
     o, z = jnp.ones_like(s), jnp.zeros_like(s)
     return jnp.array([[c, s, z], [-s, c, z], [z, z, o]]).astype(_complex(s))
@@ -399,7 +399,7 @@ def _complex(x):
     return jnp.result_type(x, 1j)
 
 
-def _propagation_basis(osc):
+def propagation_basis(osc):
     r""":math:`O = R_{23}U_{13}`: :math:`U = O R_{12}`; in the basis :math:`\nu' = O^\dagger\nu` the
     heavy state :math:`\nu_3` decouples and :math:`(\nu'_1, \nu'_2)` mix through :math:`\theta_{12}`."""
     return _rotation_23(osc) @ _u13(osc)
@@ -420,7 +420,7 @@ def nsi_matter_block(eps_V, osc: OscillationParams):
     eps_V = jnp.asarray(eps_V)
     if eps_V.shape != (3, 3):
         raise ValueError(f"eps_V must be one (3, 3) Hermitian matrix, got shape {eps_V.shape} (vmap over points)")
-    O = _propagation_basis(osc)
+    O = propagation_basis(osc)
     e = jnp.conj(O).T @ eps_V @ O
     return jnp.real(e[0, 0]), jnp.real(e[1, 1]), e[0, 1]
 

@@ -36,10 +36,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .cross_section import NewPhysics, _MM_SCALE_SIGMA0, _eps, _mm_shape, bks_couplings, tree_couplings, weak_kinematics
-from .oscillation import (PRODUCTION_NODES, OscillationParams, ProductionProfile, _is_zero, flavour_affine, mean_cos2m,
+from .cross_section import NewPhysics, MM_SCALE_SIGMA0, as_float, mm_shape, bks_couplings, tree_couplings, weak_kinematics
+from .oscillation import (PRODUCTION_NODES, OscillationParams, ProductionProfile, is_zero, flavour_affine, mean_cos2m,
                           pad_profile, production_quadrature)
-from .spectra import SolarSource, _grid_position, energy_nodes
+from .spectra import SolarSource, grid_position, energy_nodes
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
            "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra",
@@ -111,7 +111,7 @@ def _node_positions(source: SolarSource, E):
     if source.is_line:
         index = np.broadcast_to(np.arange(grid.shape[0]), E.shape)
         return index, np.zeros(E.shape), np.ones(E.shape, dtype=bool)
-    return _grid_position(E, grid, np)
+    return grid_position(E, grid, np)
 
 
 @partial(jax.jit, static_argnums=3)
@@ -120,7 +120,7 @@ def _weighted_kinematics(T, E, W, radiative):
     # of small XLA compilations per component (most of a model's build time).
     valid, K, _, _ = weak_kinematics(T[:, None], E, radiative=radiative)
     K = jnp.where(valid[..., None], K, 0.0)
-    mm = _mm_shape(T[:, None], E) * _MM_SCALE_SIGMA0**2
+    mm = mm_shape(T[:, None], E) * MM_SCALE_SIGMA0**2
     return W * jnp.concatenate([jnp.moveaxis(K, -1, 0), mm[None]])
 
 
@@ -159,7 +159,7 @@ def _interp_at(t, index, frac):
     return t[..., index] * (1.0 - frac) + t[..., index + 1] * frac
 
 
-def _node_values(table, pre: PrecomputedSpectrum):
+def node_values(table, pre: PrecomputedSpectrum):
     """The table (n, 3) interpolated at the nodes times the quadrature weights: (3, n_T, q)."""
     return pre.weights * _interp_at(table.T, pre.index, pre.frac)
 
@@ -182,9 +182,9 @@ def oscillated_sums(C, pre: PrecomputedSpectrum, osc: OscillationParams):
 def combine_sums(S, pre: PrecomputedSpectrum, physics: NewPhysics):
     r""":math:`f_T(T_i) = \sum_\alpha [\tilde g_L^2 S_A + \tilde g_R^2 S_B + \tilde g_L\tilde g_R S_C
     + \mu^2 S_\mu]` with :math:`\tilde g = g + \varepsilon` (module docstring); ``S`` (4, 3, n_T)."""
-    gL = pre.gL + _eps(physics.eps_L)[:, None]
-    gR = pre.gR + _eps(physics.eps_R)[:, None]
-    mu2 = jnp.broadcast_to(_eps(physics.mu_nu), (3,))[:, None] ** 2
+    gL = pre.gL + as_float(physics.eps_L)[:, None]
+    gR = pre.gR + as_float(physics.eps_R)[:, None]
+    mu2 = jnp.broadcast_to(as_float(physics.mu_nu), (3,))[:, None] ** 2
     return jnp.sum(gL * gL * S[0] + gR * gR * S[1] + gL * gR * S[2] + mu2 * S[3], axis=0)
 
 
@@ -289,9 +289,9 @@ def group_cos_sums(group: SpectrumGroup, osc: OscillationParams):
 def _group_cos_sums_jvp(primals, tangents):
     group, osc = primals
     dgroup, dosc = tangents
-    if not all(_is_zero(t) for t in jax.tree.leaves(dgroup, is_leaf=_is_zero)):
+    if not all(is_zero(t) for t in jax.tree.leaves(dgroup, is_leaf=is_zero)):
         raise NotImplementedError("derivatives with respect to a spectrum group's fixed tables are not supported")
-    free = tuple(k for k in osc._fields if not _is_zero(getattr(dosc, k)))
+    free = tuple(k for k in osc._fields if not is_zero(getattr(dosc, k)))
     if not free:
         out = group_cos_sums(group, osc)
         return out, jnp.zeros_like(out)

@@ -44,9 +44,9 @@ def component_rates(physics: NewPhysics = NewPhysics(), osc: OscillationParams =
     if general and not isinstance(physics, GeneralPhysics):
         physics = GeneralPhysics.from_new_physics(physics)
     if general:
-        from .spectra import _check_rate_threshold
+        from .spectra import check_rate_threshold
 
-        _check_rate_threshold(physics, threshold)  # before the compiled call, which cannot check
+        check_rate_threshold(physics, threshold)  # before the compiled call, which cannot check
     rates = {}
     sources = _uniform_sources([build_source(name, solar_model=solar_model, dtype=dtype) for name in COMPONENT_NAMES])
     for name, src in zip(COMPONENT_NAMES, sources):

@@ -104,7 +104,7 @@ def get_component(name: str) -> SolarComponent:
         raise KeyError(f"unknown solar component {name!r}; valid: {', '.join(COMPONENT_NAMES)}") from None
 
 
-def _check_model(solar_model: str) -> str:
+def check_solar_model(solar_model: str) -> str:
     key = solar_model.lower()
     if key not in SOLAR_MODELS:
         raise ValueError(f"unknown solar model {solar_model!r}; valid: {', '.join(SOLAR_MODELS)}")
@@ -145,7 +145,7 @@ def flux(name: str, solar_model: str = "gs98") -> tuple[float, float]:
     ``COMPONENTS['7Be'].lines`` for each line.
     """
     comp = get_component(name)
-    col = 0 if _check_model(solar_model) == "gs98" else 2
+    col = 0 if check_solar_model(solar_model) == "gs98" else 2
     row = _flux_table()[comp.row]
     return float(row[col] * comp.unit), float(row[col + 1])
 

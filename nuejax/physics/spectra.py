@@ -34,7 +34,7 @@ from ..precision import resolve_dtype
 from .general_nsi import GeneralPhysics, dsigma_dT_state
 from .cross_section import (
     NewPhysics,
-    _gauss_legendre_regularised,
+    gauss_legendre_regularised,
     dsigma_dT,
     e_min,
     sigma_total,
@@ -131,7 +131,7 @@ def build_source(name: str, *, solar_model: str = "gs98", n_E: int = 1000, shape
     )
 
 
-def _grid_position(x, grid, xp=jnp):
+def grid_position(x, grid, xp=jnp):
     """Interpolation index, fraction and inside-mask of ``x`` in the uniform ``grid`` (n,).
 
     Index arithmetic instead of a search. ``xp`` is ``jax.numpy`` (traced) or ``numpy`` (for
@@ -148,7 +148,7 @@ def _interp_uniform(x, grid, values):
 
     Cheap on every backend and differentiable in ``values``.
     """
-    i, frac, inside = _grid_position(x, grid)
+    i, frac, inside = grid_position(x, grid)
     frac = frac[..., None]
     out = values[i] * (1.0 - frac) + values[i + 1] * frac
     return jnp.where(inside[..., None], out, 0.0)
@@ -157,7 +157,7 @@ def _interp_uniform(x, grid, values):
 def energy_nodes(source: SolarSource, T, n_quad: int):
     """Neutrino-energy nodes and weights of Eq. (fT) for a continuum: an end-point regularised
     ``n_quad``-node Gauss-Legendre rule on [E_min(T), E_end] for each ``T``; shapes ``T.shape + (q,)``."""
-    x, w = _gauss_legendre_regularised(n_quad)
+    x, w = gauss_legendre_regularised(n_quad)
     e_end = source.energies[-1]
     lo = jnp.minimum(e_min(T), e_end)
     width = (e_end - lo)[..., None]
@@ -222,7 +222,7 @@ def recoil_bin_quadrature(source: SolarSource, edges, physics: NewPhysics = NewP
     kw = dict(radiative=radiative, in_sigma0_units=in_sigma0_units)
     edges = jnp.asarray(edges, dtype=source.energies.dtype)
     lo, hi = edges[:-1], edges[1:]
-    x, w = _gauss_legendre_regularised(n_bin_quad)
+    x, w = gauss_legendre_regularised(n_bin_quad)
     k = np.arange(n_sub)[:, None]
     x = ((k + x) / n_sub).ravel()
     w = np.broadcast_to(w / n_sub, (n_sub, n_bin_quad)).ravel()
@@ -355,8 +355,8 @@ def event_rate_general(source: SolarSource, physics=None, osc: OscillationParams
     an end-point regularised Gauss-Legendre rule of ``n_T_quad`` nodes per line or continuum
     (each line integrated up to its own :math:`T_{max}`). A non-zero magnetic moment or a massless
     mediator needs ``threshold > 0`` (their rates diverge at T = 0; checked for concrete values)."""
-    _check_rate_threshold(physics, threshold)
-    x, w = _gauss_legendre_regularised(n_T_quad)
+    check_rate_threshold(physics, threshold)
+    x, w = gauss_legendre_regularised(n_T_quad)
     th = jnp.asarray(threshold, dtype=source.energies.dtype)
     ends = t_max(source.energies) if source.is_line else source.t_end[None]
     total = 0.0
@@ -372,7 +372,7 @@ def event_rate_general(source: SolarSource, physics=None, osc: OscillationParams
     return rate_per_day_factor(source, n_electrons, in_sigma0_units=True) * total
 
 
-def _check_rate_threshold(physics, threshold) -> None:
+def check_rate_threshold(physics, threshold) -> None:
     """ValueError for a concrete zero threshold with a magnetic moment or a massless mediator."""
     try:
         if float(threshold) > 0:

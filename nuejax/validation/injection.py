@@ -39,7 +39,7 @@ class InjectionResult:
 def injection_recovery(model, case: str, *, values=None) -> InjectionResult:
     """Run one case (``'nsi'`` or ``'mm'``) on a :class:`~nuejax.model.SpectralModel`."""
     from ..inference import fit, profile_scan
-    from ..model.fast import fast_model
+    from ..model import fast_model
 
     name, injected, grid = CASES[case]
     model = model.with_parameters(model.parameters.release(name))
@@ -65,12 +65,12 @@ def run_injection_recovery(outdir=None, *, n_T: int = 2000, progress=None) -> di
         if outdir is not None:
             from pathlib import Path
 
-            from ..plotting import parameter_label, parameter_symbol, require_matplotlib
+            from ..plotting import parameter_label, parameter_symbol, plot_scan, require_matplotlib
 
             plt = require_matplotlib()
             Path(outdir).mkdir(parents=True, exist_ok=True)
             fig, ax = plt.subplots(figsize=(6.4, 4.4))
-            r.scan.plot(ax, injected=r.injected)
+            plot_scan(r.scan, ax, injected=r.injected)
             ax.set_xlabel(parameter_label(r.name, r.scan.unit))
             unit = r" $\times 10^{-11}\mu_B$" if r.name == "mu_nu" else ""
             ax.set_title(f"Injection–recovery, {parameter_symbol(r.name)} = {r.injected:g}{unit} (Asimov)")

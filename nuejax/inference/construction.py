@@ -1,0 +1,215 @@
+r"""The machinery shared by the Neyman constructions (:mod:`~nuejax.inference.feldman_cousins`,
+:mod:`~nuejax.inference.cls`, :mod:`~nuejax.inference.coverage`): the checked problem (parameters
+of interest and nuisances), the fits to the observed data at every tested point, and the run of
+the toy kernel (:func:`~nuejax.inference.toys.toy_fits`) over rows, chunked, sharded over the
+local devices and resumable (:mod:`~nuejax.inference.runner`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import InputError, ParameterError
+from .fitting import EDM_TOL, compiled_solver, newton_fit, profile_starts
+from .problem import FitProblem
+from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
+from .scan import batched_solve, grid_values
+from .toys import draw_parts, resample_flags, toy_fits
+
+__all__ = ["Construction", "construction", "observed_fits", "run_construction", "base_config", "grid_points",
+           "check_toys", "key_data", "quantile_with_error", "read_run"]
+
+
+def key_data(key) -> np.ndarray:
+    """A seed (int) or a ``jax.random`` key as its uint32 data (stored in the manifest)."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.PRNGKey(int(key))
+    try:
+        if jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key):
+            key = jax.random.key_data(key)
+    except TypeError:
+        pass
+    a = np.asarray(key)
+    if a.dtype != np.uint32 or a.shape != (2,):
+        raise InputError(f"key must be an int seed or a jax.random.PRNGKey, got {key!r}")
+    return a
+
+
+def quantile_with_error(t: np.ndarray, cl: float) -> tuple[float, float]:
+    """CL-quantile of ``t`` and its statistical uncertainty: half the distance between the order
+    statistics at n·CL ± sqrt(n·CL(1−CL)) (the binomial 68 % band of the quantile's rank)."""
+    n = t.size
+    if n == 0:
+        return float("nan"), float("nan")
+    s = np.sort(t)
+    q = float(np.quantile(s, cl))
+    d = np.sqrt(n * cl * (1 - cl))
+    lo = s[int(np.clip(np.floor(n * cl - d), 0, n - 1))]
+    hi = s[int(np.clip(np.ceil(n * cl + d), 0, n - 1))]
+    return q, float(0.5 * (hi - lo))
+
+
+@dataclass(frozen=True)
+class Construction:
+    """Checked inputs shared by the constructions: ``cond`` the fit problem of the conditional fits
+    (fitted: the nuisances; per point: the parameters of interest), ``full`` the same with every
+    parameter of interest and nuisance fitted (the global fits and the toys), ``resample`` which
+    constraint terms a toy redraws."""
+
+    cond: FitProblem
+    full: FitProblem
+    poi: tuple
+    nuis: tuple
+    resample: tuple
+
+    @property
+    def lower(self) -> tuple:
+        return self.full.lower
+
+    @property
+    def upper(self) -> tuple:
+        return self.full.upper
+
+
+def construction(model, data, poi, profile, init, *, aux=None, resample_aux: bool = True) -> Construction:
+    """Check the inputs of a construction once (one or two parameters of interest ``poi``, the
+    nuisances ``profile``, default every other free parameter)."""
+    poi = (poi,) if isinstance(poi, str) else tuple(poi)
+    if not 1 <= len(poi) <= 2 or len(set(poi)) != len(poi):
+        raise ParameterError(f"parameters of interest: one or two different names, got {poi!r}")
+    free = [n for n in model.parameters.free_names if n not in poi] if profile is None else list(profile)
+    if free:
+        s = FitProblem.create(model, data, names=profile, fixed_names=poi, init=init, aux=aux)
+    else:  # no nuisance parameter: the conditional "fit" is one evaluation
+        s = FitProblem.create(model, data, names=poi, init=init, aux=aux).with_names((), poi)
+    full = s.with_names(poi + s.names)
+    return Construction(s, full, poi, tuple(s.names), resample_flags(s.model, full.names, resample_aux=resample_aux))
+
+
+def observed_fits(pr: Construction, points: np.ndarray, *, max_iter: int, one_sided: bool) -> dict:
+    """Fits of the observed data: the global fit and the conditional fit at every point."""
+    s = pr.cond
+    g = newton_fit(pr.full, None, one_sided=False, max_iter=max_iter)
+    if pr.nuis:
+        start = profile_starts(g, pr.poi, pr.nuis, np.asarray(points), s.lower, s.upper)
+        solve = compiled_solver(int(max_iter), EDM_TOL, "fixed")
+        # in launches that respect the XLA:CPU limit (a 21 x 21 grid with 13 nuisances is one too many)
+        res = batched_solve(solve, jnp.asarray(points), s, start, None, None, "")
+        f_cond, nuis_hat, conv = np.asarray(res.fun), np.asarray(res.x), np.asarray(res.converged)
+    else:
+        one = jax.jit(jax.vmap(lambda pr_, v: pr_.objective(jnp.zeros(0, v.dtype), v), in_axes=(None, 0)))
+        f_cond = np.asarray(one(s, jnp.asarray(points)))
+        nuis_hat, conv = np.zeros((len(points), 0)), np.isfinite(f_cond)
+    poi_hat = np.array([g.values[n] for n in pr.poi])
+    if not g.valid or not np.all(conv):
+        import warnings
+
+        bad = ", ".join(f"{points[i].tolist()}" for i in np.nonzero(~np.asarray(conv, dtype=bool))[0][:5])
+        warnings.warn("fits to the observed data did not all pass the KKT test"
+                      + ("" if g.valid else f" (global fit: {g.reason})") + (f" (conditional fits at {bad})" if bad else "")
+                      + ": their statistic and generating nuisances are not trustworthy", RuntimeWarning, stacklevel=4)
+    f_min = min(float(g.fval), float(np.min(f_cond)))
+    t = np.maximum(f_cond - f_min, 0.0)
+    if one_sided:
+        t = np.where(np.all(poi_hat[None, :] <= points, axis=1), t, 0.0)
+    return {"points": np.asarray(points, dtype=float), "gen_x": np.concatenate([points, nuis_hat], axis=1),
+            "t_obs": t, "f_cond_obs": f_cond, "conv_obs": conv.astype(bool), "poi_hat_obs": poi_hat,
+            "f_global_obs": np.asarray(float(g.fval)), "global_valid": np.asarray(bool(g.valid))}
+
+
+def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, make_rows, assemble, *, n_rows, n_toys,
+                     key, resample_aux, chunk, out, resume, shard, progress, max_iter, one_sided, label, t0):
+    """Set up (or load) the run's configuration (:func:`base_config` of ``kind`` with ``extra``)
+    and the fits to the observed data (``compute_setup``), build the rows (``make_rows``), run
+    them through the toy kernel (chunked, sharded, resumable) and return
+    ``assemble(config, setup, outputs, seconds since t0)``, or None where this process's shard is
+    done and others' are missing."""
+    config = base_config(kind, pr, key, n_toys, resample_aux, max_iter, extra)
+    n_fit = len(pr.poi) + len(pr.nuis)
+    shard = (0, 1) if shard is None else parse_shard(shard)
+    if shard[1] > 1 and out is None:
+        raise InputError(f"shard {shard[0]}/{shard[1]}: a slice of a run needs an output folder (out=...) to store "
+                         "its chunks for the merge")
+    config = dict(config)
+    if n_rows >= 2**32:
+        raise InputError(f"{n_rows} toys in one run: toy indices are 32-bit; split the grid into runs of < 2^32 toys")
+    config["chunk"] = int(chunk) if chunk is not None else default_chunk(n_fit)
+    config.update(n_rows=int(n_rows), n_chunks=-(-int(n_rows) // config["chunk"]))
+    # processes of one job array share a folder: a slice may find the others' manifest there
+    store = RunStore(out, config, resume=resume or shard[1] > 1)
+
+    def setup_with_parts():
+        st = compute_setup()
+        st["parts"] = np.asarray(draw_parts(pr.full, st["gen_x"]))
+        return st
+
+    st = store.setup(setup_with_parts)
+    rows = make_rows(st)
+    n = len(rows["index"])
+    bar = None
+    if progress:
+        bar = progress if isinstance(progress, Progress) else Progress(n, label, unit="toys")
+    key_arr = jnp.asarray(key_data(key))
+    parts = int(st["parts"])  # stored with the set-up: a resumed or merged run draws the same toys
+
+    def kernel(part):
+        return toy_fits(pr.full, key_arr, part["gen_x"], part["test"], part["index"], k=len(pr.poi),
+                        max_iter=max_iter, one_sided=one_sided, parts=parts, resample=pr.resample)
+
+    res = run_rows(kernel, rows, chunk=config["chunk"], store=store if out is not None else None, shard=shard,
+                   progress=bar, n_par=n_fit)
+    return None if res is None else assemble(config, st, res, time.perf_counter() - t0)
+
+
+def base_config(kind, pr: Construction, key, n_toys, resample_aux, max_iter, extra):
+    from .. import __version__
+    from .toys import PASSES
+
+    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in PASSES], "poi": list(pr.poi),
+            "nuisances": list(pr.nuis), "n_toys": int(n_toys),
+            "key": key_data(key).tolist(), "resample_aux": bool(resample_aux), "max_iter": int(max_iter),
+            "model": fingerprint(pr.cond.model), "data": fingerprint(pr.cond.data), "aux": fingerprint(pr.cond.aux_flat),
+            "resample": [bool(r) for r in pr.resample], "base": pr.cond.host_params(), **extra}
+
+
+def grid_points(ps, poi, grid):
+    if len(poi) == 1:
+        axes = (grid_values(ps, poi[0], grid),)
+        return axes, axes[0][:, None]
+    if not (isinstance(grid, (tuple, list)) and len(grid) == 2):
+        raise ParameterError(f"a 2-D construction takes grid=(values of {poi[0]}, values of {poi[1]})")
+    axes = (grid_values(ps, poi[0], grid[0]), grid_values(ps, poi[1], grid[1]))
+    return axes, np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 2)
+
+
+def check_toys(n_toys, what="n_toys"):
+    if isinstance(n_toys, bool) or not isinstance(n_toys, (int, np.integer)) or n_toys < 1:
+        raise InputError(f"{what} must be a positive integer, got {n_toys!r}")
+    return int(n_toys)
+
+
+def read_run(folder) -> tuple:
+    """A stored run whose chunks are all on disk (after :func:`~nuejax.inference.runner.merge_runs`
+    of processes that ran with ``shard``): ``(config, setup arrays, outputs)``."""
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    m = json.loads((folder / "manifest.json").read_text())
+    config = m["config"]
+    with np.load(folder / "setup.npz") as z:
+        st = {k: z[k] for k in z.files}
+    n_chunks = int(config["n_chunks"])
+    parts = []
+    for k in range(n_chunks):
+        p = folder / "chunks" / f"chunk_{k:06d}.npz"
+        if not p.exists():
+            raise InputError(f"{folder}: chunk {k} of {n_chunks} is missing; run its shard or merge the folders first")
+        with np.load(p) as z:
+            parts.append({n: z[n] for n in z.files})
+    return config, st, {n: np.concatenate([q[n] for q in parts]) for n in parts[0]}

@@ -1,0 +1,215 @@
+r"""Signal stages: the recoil spectra of the solar components, the first stage of a model.
+
+Every signal stage evaluates the same physics, the recoil spectrum :math:`f_T^{(k)}(T_i)` of each
+reweighted solar component at its recoil-bin centres in σ0 units (paper Eq. fT; the reweighting of
+Eqs. reweight_factor, fNp_reweight happens in the fold that follows), and differs only in how:
+
+* :class:`SolarSignals` -- the general evaluation: the cross section precomputed on the fixed
+  quadrature nodes (:mod:`nuejax.physics.precomputed`) and the oscillation probabilities
+  recomputed from the parameters in every call; with ``flavour`` set, the general case of
+  :mod:`nuejax.model.flavour` (general NSI, NSI in propagation, mediators, day and night) through
+  the trace form of :func:`~nuejax.physics.general_nsi.trace_form`. :meth:`SolarSignals.direct`
+  is the reference the precomputed route is tested against: :func:`~nuejax.physics.recoil_spectrum`
+  from scratch.
+* :class:`PolynomialSignals` -- the fast evaluation at fixed oscillations (and mediator masses):
+  the spectrum is a quadratic polynomial in the new-physics couplings,
+  :math:`f^{(k)} = \sum_b c_b(\theta)\,B_{kb}`, with the basis :math:`B` extracted once from the
+  general evaluation (:mod:`nuejax.model.fast`).
+* :class:`FoldedPolynomial` -- the fast evaluation when the fold that follows is a fixed linear
+  map (2-D kernels): the basis is folded once, so a call costs
+  :math:`\sum_k a_k \sum_b c_b F_{kb}(j)`; this stage replaces signals *and* fold.
+
+A signal stage is the first stage: it reads the parameter dict and returns, per signal, its
+spectrum (a list of (n_T_k,) arrays, or one stacked (n_sig, n_T) array); the flux normalisations
+:math:`a_k` are applied by the fold. The parameter names it reads are those of
+:mod:`nuejax.model.physics_params`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._internal.pytree import static_field
+from ..physics.general_nsi import GeneralPhysics  # noqa: F401 (named in docstrings)
+from ..physics.precomputed import PrecomputedSpectrum, group_recoil_spectra, group_spectra, nsi_coefficients
+from ..physics.spectra import SolarSource, recoil_spectrum, recoil_spectrum_general
+from .flavour import FlavourOptions, general_signal_spectra
+from .folds import NormalisedSignals
+from .parameters import ParameterSet
+from .physics_params import general_physics_from_params, osc_from_params, physics_from_params, production_nodes
+
+__all__ = ["SignalComponent", "SolarSignals", "PolynomialSignals", "FoldedPolynomial", "basis_coefficients",
+           "polynomial_coefficients", "N_BASIS"]
+
+#: Templates of the flavour-diagonal fast path: 1 + 5 per flavour (ε_L, ε_R, ε_L², ε_R², ε_L ε_R) + μ_ν².
+N_BASIS = 1 + 5 * 3 + 1
+
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class SignalComponent:
+    """One reweighted solar spectrum: its source, recoil-bin centres, fixed kernel G (n_T, n_obs)
+    and the cross-section coefficients at its quadrature nodes (:mod:`nuejax.physics.precomputed`)."""
+
+    source: SolarSource
+    t_mid: jax.Array
+    kernel: jax.Array
+    pre: PrecomputedSpectrum
+    name: str = static_field()
+    norm: str = static_field()
+
+
+class IdentityTuple(tuple):
+    """A tuple that hashes and compares by identity, so that it can be static metadata of a
+    jitted model (arrays are not hashable): the signal components of a stage."""
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):
+        return self is other
+
+    def __ne__(self, other):
+        return self is not other
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class SolarSignals:
+    """The general evaluation of the signals' recoil spectra (module docstring).
+
+    ``groups`` (dynamic): the spectra stacked into groups of equal shapes
+    (:func:`~nuejax.physics.precomputed.group_spectra`), one vectorised evaluation per group;
+    ``group_members`` (static) their positions. ``signals`` (static, compared by identity): the
+    components, read where the general case or the reference path needs them. General case:
+    ``flavour`` (static options), ``state_nodes`` and ``earth`` (the Earth exposure of a night or
+    yearly-average model). Build with :meth:`create`.
+    """
+
+    groups: tuple
+    state_nodes: tuple
+    earth: object
+    signals: tuple = static_field()
+    group_members: tuple = static_field()
+    flavour: FlavourOptions | None = static_field(default=None)
+    radiative: bool = static_field(default=True)
+    n_quad: int = static_field(default=48)
+    #: the production-zone rule the groups were stacked with (:func:`~nuejax.model.physics_params.production_nodes`)
+    zone_rule: int | None = static_field(default=None)
+
+    @classmethod
+    def create(cls, signals, parameters: ParameterSet, *, radiative: bool = True, n_quad: int = 48,
+               flavour: FlavourOptions | None = None, state_nodes=(), earth=None) -> "SolarSignals":
+        """Stack ``signals`` (a sequence of :class:`SignalComponent`) into groups, averaging the
+        production zones as ``parameters`` allow (:func:`~nuejax.model.physics_params.production_nodes`)."""
+        signals = IdentityTuple(signals)
+        rule = production_nodes(parameters)
+        groups, members = group_spectra([s.source for s in signals], [s.pre for s in signals], production_nodes=rule)
+        return cls(groups, tuple(state_nodes), earth, signals, members, flavour, bool(radiative), int(n_quad), rule)
+
+    @property
+    def names(self) -> tuple:
+        return tuple(s.name for s in self.signals)
+
+    @property
+    def norms(self) -> tuple:
+        return tuple(s.norm for s in self.signals)
+
+    def with_parameters(self, parameters: ParameterSet) -> "SolarSignals":
+        """The stage for a new parameter description: the groups are stacked again when the
+        production-zone rule changes with the ``sin2_theta12`` bounds."""
+        if not self.signals or production_nodes(parameters) == self.zone_rule:
+            return self
+        return SolarSignals.create(self.signals, parameters, radiative=self.radiative, n_quad=self.n_quad,
+                                   flavour=self.flavour, state_nodes=self.state_nodes, earth=self.earth)
+
+    def __call__(self, p, x=None) -> list:
+        """Recoil spectra of all signals at ``p`` in σ0 units, a list in signal order."""
+        if self.flavour is not None:
+            return general_signal_spectra(self, p)
+        phys = physics_from_params(p)
+        osc = osc_from_params(p)
+        out = [None] * len(self.signals)
+        for group, members in zip(self.groups, self.group_members):
+            f = group_recoil_spectra(group, phys, osc)
+            for j, i in enumerate(members):
+                out[i] = f[j]
+        return out
+
+    def direct(self, p) -> list:
+        """The same spectra computed from scratch by :func:`~nuejax.physics.recoil_spectrum`
+        (general case: :func:`~nuejax.physics.spectra.recoil_spectrum_general`): the reference."""
+        osc = osc_from_params(p)
+        if self.flavour is not None:
+            gen = general_physics_from_params(p)
+            return [recoil_spectrum_general(s.source, s.t_mid, gen, osc, propagation=self.flavour.propagation,
+                                            exposure=self.earth, period=self.flavour.period, radiative=self.radiative,
+                                            n_quad=self.n_quad, in_sigma0_units=True) for s in self.signals]
+        phys = physics_from_params(p)
+        return [recoil_spectrum(s.source, s.t_mid, phys, osc, radiative=self.radiative, n_quad=self.n_quad,
+                                in_sigma0_units=True) for s in self.signals]
+
+
+def basis_coefficients(params) -> jax.Array:
+    """Coefficients c_b(ε, μ) of the flavour-diagonal basis, in the order of
+    :func:`~nuejax.physics.precomputed.coefficients_from_probes`; μ in 1e-11 μ_B."""
+    phys = physics_from_params(params)
+    mu = jnp.asarray(params.get("mu_nu", 0.0))
+    nsi = nsi_coefficients(phys.eps_L, phys.eps_R).ravel()
+    return jnp.concatenate([jnp.ones(1, dtype=nsi.dtype), nsi, (mu**2)[None]])
+
+
+def polynomial_coefficients(params, poly_names: tuple, monomials: tuple) -> jax.Array:
+    """The coefficients of a polynomial basis: :func:`basis_coefficients` (no ``monomials``: the
+    flavour-diagonal basis), or the monomials :math:`\\theta_i\\theta_j` of the general case
+    (index -1 meaning 1: ``(-1, -1)`` the constant, ``(i, -1)`` the linear term of parameter i)."""
+    if not monomials:
+        return basis_coefficients(params)
+    theta = jnp.stack([jnp.ones(())] + [jnp.asarray(params[n]) for n in poly_names])
+    i = np.array([m[0] + 1 for m in monomials])
+    j = np.array([m[1] + 1 for m in monomials])
+    return theta[i] * theta[j]
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class PolynomialSignals:
+    """The fast evaluation (module docstring): ``basis`` (n_sig, n_basis, n_T) unfolded basis
+    spectra at the signals' recoil-bin centres (zero-padded to a common n_T), ``poly_names`` and
+    ``monomials`` (static) as in :func:`polynomial_coefficients`. Returns (n_sig, n_T)."""
+
+    basis: jax.Array
+    poly_names: tuple = static_field(default=())
+    monomials: tuple = static_field(default=())
+
+    @property
+    def reads(self) -> tuple:
+        return self.poly_names
+
+    def __call__(self, p, x=None) -> jax.Array:
+        return jnp.einsum("b,kbi->ki", polynomial_coefficients(p, self.poly_names, self.monomials), self.basis)
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class FoldedPolynomial(NormalisedSignals):
+    """The fast evaluation with the fixed fold multiplied out (module docstring): ``basis``
+    (n_sig, n_basis, n_obs) folded basis templates; ``norms`` (static) each signal's flux
+    normalisation. Returns the folded signals (n_obs,), normalisations applied."""
+
+    basis: jax.Array
+    norms: tuple = static_field()
+    poly_names: tuple = static_field(default=())
+    monomials: tuple = static_field(default=())
+
+    @property
+    def reads(self) -> tuple:
+        return self.scale_names + self.poly_names
+
+    def __call__(self, p, x=None) -> jax.Array:
+        a = jnp.stack([p[n] for n in self.norms])
+        return jnp.einsum("k,b,kbj->j", a, polynomial_coefficients(p, self.poly_names, self.monomials), self.basis)
