@@ -8,7 +8,6 @@ from iminuit import Minuit
 
 from nuejax.inference import FitProblem, NLLCost, fit, interval_from_profile, newton_fit, profile_scan, profile_scan_2d
 from nuejax.inference.newton import newton_minimize
-from nuejax.model import borexino_like_model
 from nuejax.model.fast import fast_model
 from nuejax.validation.injection import injection_recovery
 

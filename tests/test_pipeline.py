@@ -13,7 +13,7 @@ import pytest
 from nuejax.errors import InputError, ParameterError
 from nuejax.inference import batch_fit, newton_fit
 from nuejax.model import (AbstractModel, AddPeaks, AddTemplates, Exposure, FloatingFold, GaussianPeak, Model, Parameter,
-                          ParameterSet, PolynomialSignals, borexino_like_model, expected, floating_response_model,
+                          ParameterSet, PolynomialSignals, borexino_like_model, floating_response_model,
                           shape_template)
 
 WINDOW = (150, 400)
@@ -83,7 +83,7 @@ def test_model_create_checks_each_stage():
     with pytest.raises(InputError, match="expectation of shape"):
         Model.create(m.stages, m.parameters, obs_edges=np.asarray(m.obs_edges)[:-3], baked=m.baked)
     with pytest.raises(ParameterError, match="both baked"):
-        Model.create(m.stages, m.parameters, obs_edges=m.obs_edges, baked=(("rate_shape", 1.0),))
+        Model.create(m.stages, m.parameters, obs_edges=m.obs_edges, baked=(m.parameters["rate_shape"],))
     with pytest.raises(InputError, match="at least one stage"):
         Model.create((), m.parameters, obs_edges=m.obs_edges)
 

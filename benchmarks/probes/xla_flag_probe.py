@@ -4,7 +4,7 @@
 
 Used to test GPU command buffers (CUDA graphs) against launch gaps; prints one JSON line.
 """
-import sys, time, json, jax, numpy as np
+import sys, json, jax
 from pathlib import Path
 jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common, workload, run

@@ -558,7 +558,7 @@ def parameter_terms(parameters: ParameterSet) -> tuple:
                                     (p.name,)) for p in parameters.parameters if p.constraint is not None)
 
 
-def check_constraints(constraints, parameters: ParameterSet, *, extra_names=()) -> None:
+def check_constraints(constraints, parameters: ParameterSet) -> None:
     """Check a tuple of terms against ``parameters``, once, eagerly.
 
     Calls each term's ``check`` (:class:`~nuejax.errors.ParameterError` for an unknown name) and
@@ -567,8 +567,7 @@ def check_constraints(constraints, parameters: ParameterSet, *, extra_names=()) 
     :class:`HalfGaussianConstraint`), or by one of them and its ``Parameter.constraint`` in
     ``parameters`` (:func:`parameter_terms` makes a term of it): that double counts one
     auxiliary measurement. An upper and a lower half-Gaussian on one parameter are allowed (an
-    asymmetric Gaussian); :class:`PenaltyTerm` is not checked for overlap. ``extra_names``:
-    names a term may read besides the parameters (a fast path's baked parameters).
+    asymmetric Gaussian); :class:`PenaltyTerm` is not checked for overlap.
     """
     if not isinstance(constraints, (tuple, list)):
         raise InputError(f"constraints must be a tuple of constraint terms, got {type(constraints).__name__}")
@@ -578,19 +577,14 @@ def check_constraints(constraints, parameters: ParameterSet, *, extra_names=()) 
         if not (callable(getattr(term, "check", None)) and isinstance(getattr(term, "names", None), tuple)):
             raise InputError(f"constraints[{i}] is a {type(term).__name__}, not a constraint term "
                              f"(GaussianConstraint, HalfGaussianConstraint, LogNormalConstraint, PenaltyTerm)")
-        if set(term.names) & set(extra_names):
-            unknown = [n for n in term.names if n not in parameters.names and n not in extra_names]
-            if unknown:
-                raise ParameterError(f"{term.describe()}: " + unknown_name_message(unknown[0], parameters.names))
-        else:
-            term.check(parameters)
+        term.check(parameters)
     seen: dict[str, list] = {}
     for term in constraints:
         sides = _sides(term)
         if not sides:
             continue
         for n in term.names:
-            legacy = parameters[n].constraint if n in parameters.names else None
+            legacy = parameters[n].constraint
             if legacy is not None:
                 raise InputError(f"parameter {n!r} is constrained twice: by Parameter.constraint "
                                  f"({legacy[0]:g} ± {legacy[1]:g}) in the parameter set and by "

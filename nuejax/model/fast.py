@@ -47,6 +47,8 @@ general path's everywhere, off-centre too.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -54,7 +56,6 @@ import numpy as np
 from ..errors import ModelProtocolError, ParameterError
 from ..physics.general_nsi import trace_form
 from ..physics.precomputed import group_probe_coefficients
-from .constraints import parameter_terms
 from .flavour import state_sums
 from .folds import KernelFold
 from .parameters import ParameterSet, unknown_name_message
@@ -180,8 +181,7 @@ def fast_model(model: Model, osc_params: dict | None = None) -> Model:
         if not monomials:
             assert basis.shape[1] == N_BASIS
         stages = model.stages[:i] + (PolynomialSignals(basis, poly, monomials),) + model.stages[i + 1:]
-    baked_set = ParameterSet(tuple(p for p in model.parameters.parameters if p.name in baked_names))
-    baked = tuple(model.baked) + tuple((k, float(base[k])) for k in baked_names if k in base)
-    constraints = tuple(model.constraints) + parameter_terms(baked_set)
-    return Model.create(stages, parameters, obs_edges=model.obs_edges, constraints=constraints, baked=baked,
+    baked = tuple(model.baked) + tuple(dataclasses.replace(p, value=float(base[p.name]))
+                                       for p in model.parameters.parameters if p.name in baked_names)
+    return Model.create(stages, parameters, obs_edges=model.obs_edges, constraints=model.constraints, baked=baked,
                         check_shape=False)

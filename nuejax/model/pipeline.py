@@ -84,7 +84,8 @@ class Model(AbstractModel):
             parameters: every parameter a stage or constraint reads (baked ones excepted).
             obs_edges: the bins of the expectation (the data's).
             constraints: constraint terms beyond the parameters' own Gaussian constraints.
-            baked: ``((name, value), ...)`` parameters fixed into the stages' tensors.
+            baked: the :class:`~nuejax.model.parameters.Parameter` s fixed into the stages' tensors
+                (their values the baked ones; their constraints stay terms of the model).
             check_shape: evaluate the shapes once (``jax.eval_shape``, nothing computed) and
                 check that the last stage returns one count per bin of ``obs_edges``.
         Raises:
@@ -99,8 +100,8 @@ class Model(AbstractModel):
         stages = tuple(stages)
         if not stages:
             raise InputError("a model needs at least one stage")
-        baked = tuple((str(k), float(v)) for k, v in baked)
-        both = sorted({k for k, _ in baked} & set(parameters.names))
+        baked = tuple(ParameterSet(tuple(baked)).parameters)
+        both = sorted({p.name for p in baked} & set(parameters.names))
         if both:
             raise ParameterError(f"parameter(s) {both} are both baked into the model and parameters of it")
         for i, stage in enumerate(stages):
@@ -108,7 +109,7 @@ class Model(AbstractModel):
                 if n not in parameters.names:
                     raise ParameterError(f"model: stage {i} ({type(stage).__name__}) reads parameter {n!r}, which the "
                                          "parameter set lacks")
-        check_constraints(tuple(constraints), parameters, extra_names=tuple(k for k, _ in baked))
+        check_constraints(tuple(constraints), ParameterSet(parameters.parameters + baked))
         dt = jnp.result_type(float)
         model = cls(stages, BinnedPoisson(jnp.asarray(edges, dtype=dt)), tuple(constraints), parameters, baked)
         if check_shape:

@@ -10,9 +10,10 @@ A model is an :class:`AbstractModel`:
   default, never missing);
 * ``likelihood`` -- the likelihood stage (:class:`~nuejax.model.likelihood.BinnedPoisson` by
   default);
-* ``baked`` -- ``((name, value), ...)`` of parameters fixed into the model's tensors (a fast
-  path's oscillation parameters): not parameters of the model any more, but the constraint terms
-  on them are evaluated at these values, so −2 ln L equals the model's they were baked from.
+* ``baked`` -- the :class:`~nuejax.model.parameters.Parameter` s fixed into the model's tensors
+  (a fast path's oscillation parameters, their ``value`` the baked one): not parameters of the
+  model any more, but their constraints stay terms, evaluated at these values, so −2 ln L equals
+  the model's they were baked from.
 
 Everything else is derived, once, here (final: a subclass does not redefine ``nll``):
 
@@ -82,7 +83,7 @@ class AbstractModel(abc.ABC):
     constraints: tuple = ()
     #: the likelihood stage
     likelihood = BinnedPoisson()
-    #: parameters fixed into the model's tensors: ((name, value), ...)
+    #: the Parameters fixed into the model's tensors (their values the baked ones)
     baked: tuple = ()
 
     def __init_subclass__(cls, **kw):
@@ -104,9 +105,14 @@ class AbstractModel(abc.ABC):
 
     def constraint_terms(self) -> tuple:
         """Every constraint term: the parameters' Gaussian constraints
-        (:func:`~nuejax.model.constraints.parameter_terms`), then ``constraints``; ``aux`` has one
-        entry per term, in this order."""
-        return parameter_terms(self.parameters) + tuple(self.constraints)
+        (:func:`~nuejax.model.constraints.parameter_terms`), the baked parameters' ones, then
+        ``constraints``; ``aux`` has one entry per term, in this order."""
+        baked = parameter_terms(ParameterSet(tuple(self.baked))) if self.baked else ()
+        return parameter_terms(self.parameters) + baked + tuple(self.constraints)
+
+    def baked_values(self) -> dict:
+        """``{name: value}`` of the baked parameters."""
+        return {p.name: p.value for p in self.baked}
 
     def aux(self) -> tuple:
         """The nominal auxiliary measurements, one entry per term of :meth:`constraint_terms`."""
@@ -114,12 +120,12 @@ class AbstractModel(abc.ABC):
 
     def asimov_aux(self, params) -> tuple:
         """The auxiliary measurements of an Asimov data set at ``params`` (each term's ``asimov``)."""
-        p = {**dict(self.baked), **params}
+        p = {**self.baked_values(), **params}
         return tuple(t.asimov(p) for t in self.constraint_terms())
 
     def constraint_nll(self, params, aux=None):
         """The constraint terms' part of −2 ln L at ``params`` with the measurements ``aux``."""
-        return constraint_total(self.constraint_terms(), {**dict(self.baked), **params}, aux)
+        return constraint_total(self.constraint_terms(), {**self.baked_values(), **params}, aux)
 
     # -- the likelihood -------------------------------------------------------------------------
     def nll(self, params, data, aux=None):
@@ -215,7 +221,7 @@ class AbstractModel(abc.ABC):
         terms = self.constraint_terms()
         if resample is None:
             resample = tuple(t.resamplable for t in terms)
-        return counts, sample_aux(terms, k_aux, {**dict(self.baked), **params}, resample)
+        return counts, sample_aux(terms, k_aux, {**self.baked_values(), **params}, resample)
 
 
 class _StaticModel:
