@@ -376,7 +376,7 @@ def test_a_batch_that_hung_xla_cpu_in_one_launch_finishes():
     import tempfile
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "batch_fit_toys.py"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "timings" / "batch_fit_toys.py"
     with tempfile.TemporaryDirectory() as tmp:
         out_json = Path(tmp) / "toys.json"
         try:
