@@ -1,7 +1,7 @@
 """Toy-fit throughput of the Neyman constructions, and belt wall times, on every visible device.
 
     python benchmarks/timings/toy_throughput.py [--n-T 300] [--rows N] [--belt1 50x1000] [--belt2 20x20x500]
-                                        [--devices K] [--json FILE]
+                                        [--devices K] [--starts S] [--no-belts] [--json FILE]
 
 Model: the default Borexino-like model's fast path with mu_nu released (the μ_ν construction of
 ``nuejax limits``: 14 fitted parameters). One *row* is one toy drawn on the device and fitted
@@ -9,6 +9,9 @@ twice (globally and with μ_ν fixed), so toy fits/s = 2 × rows/s. Timed after 
 the same shapes (compilation reported separately), inputs sharded over the first ``--devices``
 devices (default: all). Belts: ``feldman_cousins`` end to end (fits to the data, toys, critical
 values) on an N-point μ_ν grid with M toys per point (1-D) and an Nx × Ny (ε^L_ee, ε^R_ee) grid (2-D).
+``--starts S``: every fit from the multi-start design of S starts (nuejax.inference.starts; the
+library's default is DEFAULT_STARTS, 1 is the single start at the generating point); a toy fit is
+still one fit of one toy, however many starts it ran.
 """
 import json
 import sys
@@ -35,6 +38,8 @@ def main():
     ap.add_argument("--belt2", default=None, help="2-D belt NxNyxM (default: 5x5x100 CPU, 20x20x1000 GPU)")
     ap.add_argument("--devices", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--starts", type=int, default=1)
+    ap.add_argument("--no-belts", action="store_true")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
 
@@ -43,7 +48,7 @@ def main():
     from nuejax.inference import feldman_cousins
     from nuejax.inference.construction import construction, observed_fits
     from nuejax.inference.fitting import launch_size
-    from nuejax.inference.toys import draw_parts, toy_fits
+    from nuejax.inference.toys import draw_parts, toy_fits, toy_starts
     from nuejax.model import borexino_like_model, fast_model
 
     cpu = jax.default_backend() == "cpu"
@@ -55,14 +60,17 @@ def main():
     m = base.with_parameters(base.parameters.release("mu_nu"))
     build = time.perf_counter() - t0
     data = np.asarray(m.expected(m.defaults()))
-    pr = construction(m, data, "mu_nu", None, None)
+    pr = construction(m, data, "mu_nu", None, None, starts=a.starts)
     names = pr.full.names  # the parameters of interest, then the nuisances
     st = observed_fits(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
     parts = draw_parts(pr.full, st["gen_x"])
+    design_g, design_c, design_idx = toy_starts(pr.full, st["gen_x"], len(pr.poi), a.starts)
+    n_starts = 1 if design_g is None else int(design_g.shape[1])
     key = jax.random.PRNGKey(0)
     mesh = Mesh(np.asarray(devs), ("rows",))
     shard = NamedSharding(mesh, PartitionSpec("rows"))
-    per = launch_size(1 << 30, None, len(names)) * len(devs) if cpu else rows
+    per = launch_size(1 << 30, None, len(names)) * len(devs) // n_starts if cpu else rows // n_starts
+    per = max(len(devs), per - per % len(devs))
     per = min(per, rows)
 
     def launch(offset):
@@ -70,7 +78,9 @@ def main():
         gen = jax.device_put(jnp.asarray(st["gen_x"][g]), shard)
         test = jax.device_put(jnp.asarray(st["points"][g]), shard)
         idx = jax.device_put(jnp.arange(offset, offset + per, dtype=jnp.uint32), shard)
-        out = toy_fits(pr.full, key, gen, test, idx, k=len(pr.poi), parts=parts, resample=pr.resample)
+        kw = {} if design_g is None else dict(designs=(design_g, design_c),
+                                              design_index=jax.device_put(jnp.asarray(design_idx[g]), shard))
+        out = toy_fits(pr.full, key, gen, test, idx, k=len(pr.poi), parts=parts, resample=pr.resample, **kw)
         return jax.block_until_ready(out)
 
     t = time.perf_counter()
@@ -88,18 +98,23 @@ def main():
     conv = float(np.mean(np.asarray(out["conv_global"]) & np.asarray(out["conv_cond"])))
     res = {"device": str(devs[0].device_kind if hasattr(devs[0], "device_kind") else devs[0].platform),
            "platform": devs[0].platform, "n_devices": len(devs), "jax": jax.__version__, "n_fitted": len(names),
-           "n_obs": m.n_obs, "build_s": build, "compile_s": compile_s, "rows": rows, "rows_per_launch": per,
+           "n_obs": m.n_obs, "starts": n_starts, "build_s": build, "compile_s": compile_s, "rows": rows, "rows_per_launch": per,
            "seconds": best, "toys_per_s": rows / best, "toy_fits_per_s": 2 * rows / best, "converged_fraction": conv,
            "date": time.strftime("%Y-%m-%d")}
     print(json.dumps(res, indent=1), flush=True)
     del first
+    if a.no_belts:
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
 
     def parse(text, default):
         return [int(v) for v in (text or default).split("x")]
 
     g1, n1 = parse(a.belt1, "20x200" if cpu else "50x10000")
     t = time.perf_counter()
-    fc = feldman_cousins(m, data, "mu_nu", np.linspace(0.0, 4.0, g1), n1, key=1,
+    fc = feldman_cousins(m, data, "mu_nu", np.linspace(0.0, 4.0, g1), n1, key=1, starts=a.starts,
                          chunk=None if cpu else max(per, 1))
     res["belt1"] = {"grid": g1, "toys": n1, "fits": 2 * g1 * n1, "seconds": time.perf_counter() - t,
                     "interval": list(fc.interval), "valid_fraction": float(np.sum(fc.n_valid) / (g1 * n1))}
@@ -108,7 +123,7 @@ def main():
     m2 = base.with_parameters(base.parameters.release("eps_ee_L", "eps_ee_R"))
     t = time.perf_counter()
     fc2 = feldman_cousins(m2, data, ("eps_ee_L", "eps_ee_R"), (np.linspace(-0.1, 0.1, gx), np.linspace(-0.3, 0.3, gy)),
-                          n2, key=2, chunk=None if cpu else max(per, 1))
+                          n2, key=2, starts=a.starts, chunk=None if cpu else max(per, 1))
     res["belt2"] = {"grid": [gx, gy], "toys": n2, "fits": 2 * gx * gy * n2, "seconds": time.perf_counter() - t,
                     "accepted": int(np.sum(fc2.accepted)), "valid_fraction": float(np.sum(fc2.n_valid) / (gx * gy * n2))}
     print(json.dumps(res["belt2"]), flush=True)

@@ -17,10 +17,11 @@ from .results import (BatchFitResult, CLsResult, CoverageResult, FeldmanCousinsR
                       Scan2DResult, ScanResult, load_result)
 from .runner import merge_runs
 from .scan import profile_scan, profile_scan_2d
+from .starts import DEFAULT_STARTS, SecondMinimumWarning, start_design
 from .stored_runs import load_run
 
-__all__ = ["BatchFitResult", "CLsResult", "CoverageResult", "FeldmanCousinsResult", "FitProblem", "FitResult",
+__all__ = ["DEFAULT_STARTS", "BatchFitResult", "CLsResult", "CoverageResult", "FeldmanCousinsResult", "FitProblem", "FitResult",
            "GoodnessOfFit", "Interval", "NLLCost", "NewtonResult", "Scan2DResult", "ScanResult", "batch_fit",
            "cls_upper_limit", "coverage", "feldman_cousins", "fit", "goodness_of_fit", "interval_from_profile", "kkt",
            "load_result", "load_run", "merge_runs", "minimize_bounded", "newton_fit", "newton_minimize",
-           "one_sided_threshold", "profile_scan", "profile_scan_2d", "saturated_deviance", "two_sided_threshold"]
+           "one_sided_threshold", "profile_scan", "profile_scan_2d", "saturated_deviance", "SecondMinimumWarning", "start_design", "two_sided_threshold"]

@@ -27,6 +27,7 @@ from ..errors import ParameterError
 from .construction import check_toys, construction, observed_fits, run_construction
 from .intervals import check_cl
 from .results import CLsResult
+from .starts import DEFAULT_STARTS
 from .scan import grid_values
 
 __all__ = ["asymptotic_cls", "cls_upper_limit", "cls_assemble"]
@@ -69,8 +70,9 @@ def _expected_q(q_a, n_sigma):
 
 
 def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: int = 0, key=0, profile=None,
-                    init: Mapping | None = None, aux=None, resample_aux: bool = True, chunk: int | None = None,
-                    out=None, resume: bool = False, shard=None, progress=False, max_iter: int = 100) -> CLsResult:
+                    init: Mapping | None = None, aux=None, resample_aux: bool = True, starts=DEFAULT_STARTS,
+                    chunk: int | None = None, out=None, resume: bool = False, shard=None, progress=False,
+                    max_iter: int = 100) -> CLsResult:
     """CLs upper limit on ``name`` (module docstring), a parameter whose lower bound is 0 (the
     background-only hypothesis), tested at ``values`` (> 0). ``n_toys = 0``: asymptotic formulas;
     ``n_toys > 0``: that many signal+background toys per value and background-only toys shared by
@@ -79,7 +81,7 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
     check_cl(cl)
     if not isinstance(name, str):
         raise ParameterError(f"cls_upper_limit takes one parameter name, got {name!r}")
-    pr = construction(model, data, name, profile, init, aux=aux, resample_aux=resample_aux)
+    pr = construction(model, data, name, profile, init, aux=aux, resample_aux=resample_aux, starts=starts)
     ps = pr.cond.model.parameters
     if ps[name].lower != 0.0:
         raise ParameterError(f"cls_upper_limit: {name} must have lower bound 0 (the background-only hypothesis), "
@@ -97,7 +99,7 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
         asimov = np.asarray(model.expected(p0))
         # the Asimov data set's auxiliary measurements sit at the same nuisance values as its counts
         aux_a = tuple(a if r else n for a, r, n in zip(model.asimov_aux(p0), pr.resample, pr.cond.aux))
-        pr_a = construction(model, asimov, name, profile, init, aux=aux_a, resample_aux=resample_aux)
+        pr_a = construction(model, asimov, name, profile, init, aux=aux_a, resample_aux=resample_aux, starts=starts)
         q_a = observed_fits(pr_a, points, max_iter=max_iter, one_sided=True)["t_obs"][1:]
         q = obs["t_obs"][1:]
         cls, clsb, clb = asymptotic_cls(q, q_a)

@@ -7,6 +7,7 @@ local devices and resumable (:mod:`~nuejax.inference.runner`).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -15,14 +16,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import InputError, ParameterError
-from .fitting import EDM_TOL, compiled_solver, newton_fit, profile_starts
+from .fitting import newton_fit
 from .problem import FitProblem
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
-from .scan import batched_solve, grid_values
-from .toys import draw_parts, resample_flags, toy_fits
+from .scan import grid_neighbours, grid_values, profile_points
+from .starts import DEFAULT_STARTS
+from .toys import draw_parts, resample_flags, toy_fits, toy_starts
 
-__all__ = ["Construction", "construction", "observed_fits", "run_construction", "base_config", "grid_points",
-           "check_toys", "key_data", "quantile_with_error", "read_run"]
+__all__ = ["ACCEPT_TOL", "Construction", "construction", "observed_fits", "run_construction", "base_config",
+           "grid_points", "check_toys", "critical_value", "key_data", "read_run"]
 
 
 def key_data(key) -> np.ndarray:
@@ -40,18 +42,32 @@ def key_data(key) -> np.ndarray:
     return a
 
 
-def quantile_with_error(t: np.ndarray, cl: float) -> tuple[float, float]:
-    """CL-quantile of ``t`` and its statistical uncertainty: half the distance between the order
-    statistics at n·CL ± sqrt(n·CL(1−CL)) (the binomial 68 % band of the quantile's rank)."""
+#: Tolerance of the acceptance test t_obs <= t_c: the fits that make t are exact to their EDM
+#: tolerance (1e-8), so a tie between the observed and a toy's statistic (the same counts, a
+#: discrete problem) must not be broken by rounding.
+ACCEPT_TOL = 1e-6
+
+
+def critical_value(t: np.ndarray, cl: float) -> tuple[float, float, bool]:
+    """The Neyman construction's critical value from the toys' statistic ``t``: the smallest
+    value t_c whose fraction of toys with t <= t_c reaches ``cl`` (the order statistic of rank
+    ceil(cl·n); with ties, every toy equal to t_c counts, so the acceptance region t <= t_c holds
+    at least ``cl`` of the toys also on discrete data, where an interpolated quantile would hold
+    less), its statistical uncertainty (half the distance between the order statistics at
+    n·cl ± sqrt(n·cl(1−cl)), the binomial 68 % band of the rank), and whether t_c is an atom of
+    the toys' distribution (a discrete problem: more than 1 % of the toys equal t_c, so t_c jumps
+    between grid points; ties elsewhere, such as t = 0 of every toy whose fit sits on a bound,
+    leave t_c continuous)."""
     n = t.size
     if n == 0:
-        return float("nan"), float("nan")
+        return float("nan"), float("nan"), False
     s = np.sort(t)
-    q = float(np.quantile(s, cl))
+    q = float(s[int(min(n - 1, max(0, math.ceil(cl * n - 1e-9) - 1)))])
     d = np.sqrt(n * cl * (1 - cl))
     lo = s[int(np.clip(np.floor(n * cl - d), 0, n - 1))]
     hi = s[int(np.clip(np.ceil(n * cl + d), 0, n - 1))]
-    return q, float(0.5 * (hi - lo))
+    ties = int(np.sum(np.abs(s - q) <= 1e-9 * max(1.0, abs(q))))
+    return q, float(0.5 * (hi - lo)), bool(ties > 0.01 * n)
 
 
 @dataclass(frozen=True)
@@ -59,13 +75,15 @@ class Construction:
     """Checked inputs shared by the constructions: ``cond`` the fit problem of the conditional fits
     (fitted: the nuisances; per point: the parameters of interest), ``full`` the same with every
     parameter of interest and nuisance fitted (the global fits and the toys), ``resample`` which
-    constraint terms a toy redraws."""
+    constraint terms a toy redraws, ``starts`` the multi-start design of every fit
+    (:mod:`~nuejax.inference.starts`)."""
 
     cond: FitProblem
     full: FitProblem
     poi: tuple
     nuis: tuple
     resample: tuple
+    starts: object = DEFAULT_STARTS
 
     @property
     def lower(self) -> tuple:
@@ -76,7 +94,8 @@ class Construction:
         return self.full.upper
 
 
-def construction(model, data, poi, profile, init, *, aux=None, resample_aux: bool = True) -> Construction:
+def construction(model, data, poi, profile, init, *, aux=None, resample_aux: bool = True,
+                 starts=DEFAULT_STARTS) -> Construction:
     """Check the inputs of a construction once (one or two parameters of interest ``poi``, the
     nuisances ``profile``, default every other free parameter)."""
     poi = (poi,) if isinstance(poi, str) else tuple(poi)
@@ -88,18 +107,20 @@ def construction(model, data, poi, profile, init, *, aux=None, resample_aux: boo
     else:  # no nuisance parameter: the conditional "fit" is one evaluation
         s = FitProblem.create(model, data, names=poi, init=init, aux=aux).with_names((), poi)
     full = s.with_names(poi + s.names)
-    return Construction(s, full, poi, tuple(s.names), resample_flags(s.model, full.names, resample_aux=resample_aux))
+    return Construction(s, full, poi, tuple(s.names), resample_flags(s.model, full.names, resample_aux=resample_aux),
+                        starts)
 
 
-def observed_fits(pr: Construction, points: np.ndarray, *, max_iter: int, one_sided: bool) -> dict:
-    """Fits of the observed data: the global fit and the conditional fit at every point."""
+def observed_fits(pr: Construction, points: np.ndarray, *, max_iter: int, one_sided: bool, grid_shape=None) -> dict:
+    """Fits of the observed data: the global fit (from the multi-start design ``pr.starts``) and
+    the conditional fit at every point, on the lower envelope of the branches
+    (:func:`~nuejax.inference.scan.profile_points`; ``grid_shape``: the grid the points fill,
+    x-major, for their neighbours; default: a 1-D grid)."""
     s = pr.cond
-    g = newton_fit(pr.full, None, one_sided=False, max_iter=max_iter)
+    g = newton_fit(pr.full, None, one_sided=False, max_iter=max_iter, starts=pr.starts, warn_delta=None)
     if pr.nuis:
-        start = profile_starts(g, pr.poi, pr.nuis, np.asarray(points), s.lower, s.upper)
-        solve = compiled_solver(int(max_iter), EDM_TOL, "fixed")
-        # in launches that respect the XLA:CPU limit (a 21 x 21 grid with 13 nuisances is one too many)
-        res = batched_solve(solve, jnp.asarray(points), s, start, None, None, "")
+        shape = (len(points),) if grid_shape is None else tuple(grid_shape)
+        res, _, _ = profile_points(s, np.asarray(points), g, grid_neighbours(shape), n_iter=max_iter)
         f_cond, nuis_hat, conv = np.asarray(res.fun), np.asarray(res.x), np.asarray(res.converged)
     else:
         one = jax.jit(jax.vmap(lambda pr_, v: pr_.objective(jnp.zeros(0, v.dtype), v), in_axes=(None, 0)))
@@ -122,6 +143,10 @@ def observed_fits(pr: Construction, points: np.ndarray, *, max_iter: int, one_si
             "f_global_obs": np.asarray(float(g.fval)), "global_valid": np.asarray(bool(g.valid))}
 
 
+def _jsonable_starts(starts):
+    return np.asarray(starts, dtype=float).tolist() if not isinstance(starts, (int, np.integer)) else int(starts)
+
+
 def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, make_rows, assemble, *, n_rows, n_toys,
                      key, resample_aux, chunk, out, resume, shard, progress, max_iter, one_sided, label, t0):
     """Set up (or load) the run's configuration (:func:`base_config` of ``kind`` with ``extra``)
@@ -129,7 +154,7 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
     them through the toy kernel (chunked, sharded, resumable) and return
     ``assemble(config, setup, outputs, seconds since t0)``, or None where this process's shard is
     done and others' are missing."""
-    config = base_config(kind, pr, key, n_toys, resample_aux, max_iter, extra)
+    config = base_config(kind, pr, key, n_toys, resample_aux, max_iter, {**extra, "starts": _jsonable_starts(pr.starts)})
     n_fit = len(pr.poi) + len(pr.nuis)
     shard = (0, 1) if shard is None else parse_shard(shard)
     if shard[1] > 1 and out is None:
@@ -157,12 +182,21 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
     key_arr = jnp.asarray(key_data(key))
     parts = int(st["parts"])  # stored with the set-up: a resumed or merged run draws the same toys
 
+    # every toy's fits start from the multi-start design at its generating point (a table per
+    # distinct generating point, each row its index into it)
+    design_g, design_c, design_idx = toy_starts(pr.full, rows["gen_x"], len(pr.poi), pr.starts)
+    if design_idx is not None:
+        rows = dict(rows, design=design_idx)
+    designs = (None, None) if design_g is None else (jnp.asarray(design_g), jnp.asarray(design_c))
+    n_starts = 1 if design_g is None else max(design_g.shape[1], design_c.shape[1])
+
     def kernel(part):
         return toy_fits(pr.full, key_arr, part["gen_x"], part["test"], part["index"], k=len(pr.poi),
-                        max_iter=max_iter, one_sided=one_sided, parts=parts, resample=pr.resample)
+                        max_iter=max_iter, one_sided=one_sided, parts=parts, resample=pr.resample,
+                        designs=designs, design_index=part.get("design"))
 
     res = run_rows(kernel, rows, chunk=config["chunk"], store=store if out is not None else None, shard=shard,
-                   progress=bar, n_par=n_fit)
+                   progress=bar, n_par=n_fit, starts_per_row=n_starts)
     return None if res is None else assemble(config, st, res, time.perf_counter() - t0)
 
 

@@ -10,23 +10,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .construction import Construction, check_toys, construction, key_data, quantile_with_error
+from .construction import ACCEPT_TOL, Construction, check_toys, construction, critical_value, key_data
 from .intervals import check_cl
 from .results import CoverageResult
 from .runner import Progress, default_chunk, run_rows
-from .toys import draw_parts, toy_fits
+from .starts import DEFAULT_STARTS
+from .toys import draw_parts, toy_fits, toy_starts
 
 __all__ = ["coverage"]
 
 
 def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.9, inner_toys: int = 0,
-             profile=None, resample_aux: bool = True, max_iter: int = 100, chunk: int | None = None,
-             progress=False) -> CoverageResult:
+             profile=None, resample_aux: bool = True, starts=DEFAULT_STARTS, max_iter: int = 100,
+             chunk: int | None = None, progress=False) -> CoverageResult:
     """Fraction of toys drawn at ``truth`` (parameter values; the rest from the model's defaults)
     whose Feldman–Cousins interval for ``names`` contains the true value (:class:`CoverageResult`).
 
     Toys for the coverage use indices ``0 … n_toys − 1`` of ``key``; the critical values use
-    another key derived from it (``jax.random.split(key)[1]``), so no toy serves twice.
+    another key derived from it (``jax.random.split(key)[1]``), so no toy serves twice. Every toy's
+    fits start from the multi-start design ``starts`` at its generating point
+    (:mod:`~nuejax.inference.starts`).
     """
     t0 = time.perf_counter()
     n_toys = check_toys(n_toys)
@@ -38,23 +41,29 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
     truth = ps.values(dict(truth))
     asimov = np.asarray(model.expected(truth))
     pr = construction(model, asimov, names, profile, {k: float(v) for k, v in truth.items()},
-                      resample_aux=resample_aux)
+                      resample_aux=resample_aux, starts=starts)
     names_fit = pr.full.names
     x_true = np.array([float(truth[n]) for n in names_fit])
     poi_true = x_true[:len(pr.poi)]
     n_fit = len(names_fit)
     chunk = chunk or default_chunk(n_fit)
 
-    def run(gen_x, test, index, k, label):
+    def run(gen_x, test, index, run_key, label):
         parts = draw_parts(pr.full, gen_x)
+        design_g, design_c, design_idx = toy_starts(pr.full, gen_x, len(pr.poi), pr.starts)
+        designs = (None, None) if design_g is None else (jnp.asarray(design_g), jnp.asarray(design_c))
 
         def kernel(part):
-            return toy_fits(pr.full, k, part["gen_x"], part["test"], part["index"], k=len(pr.poi), max_iter=max_iter,
-                            parts=parts, resample=pr.resample)
+            return toy_fits(pr.full, run_key, part["gen_x"], part["test"], part["index"], k=len(pr.poi),
+                            max_iter=max_iter, parts=parts, resample=pr.resample, designs=designs,
+                            design_index=part.get("design"))
 
         rows = {"gen_x": gen_x, "test": test, "index": index}
+        if design_idx is not None:
+            rows["design"] = design_idx
         bar = Progress(len(index), label) if progress else None
-        return run_rows(kernel, rows, chunk=chunk, progress=bar, n_par=n_fit)
+        n_starts = 1 if design_g is None else max(design_g.shape[1], design_c.shape[1])
+        return run_rows(kernel, rows, chunk=chunk, progress=bar, n_par=n_fit, starts_per_row=n_starts)
 
     # the coverage toys: statistic at the truth, and the conditional fits' nuisances
     outer = run(np.repeat(x_true[None], n_toys, 0), np.repeat(poi_true[None], n_toys, 0),
@@ -65,7 +74,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         inner = run(np.repeat(x_true[None], n_toys, 0), np.repeat(poi_true[None], n_toys, 0),
                     np.arange(n_toys, dtype=np.uint32), key_inner, "critical value")
         good = inner["conv_global"] & inner["conv_cond"]
-        t_crit = np.full(n_toys, quantile_with_error(inner["t"][good], cl)[0])
+        t_crit = np.full(n_toys, critical_value(inner["t"][good], cl)[0])
         n_crit = int(good.sum())
     else:
         nuis_hat = _conditional_nuisances(pr, outer, x_true, max_iter)
@@ -74,8 +83,8 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         inner = run(gen, np.repeat(poi_true[None], len(idx), 0), idx, key_inner, "critical values")
         good = (inner["conv_global"] & inner["conv_cond"]).reshape(n_toys, inner_toys)
         tin = inner["t"].reshape(n_toys, inner_toys)
-        t_crit = np.array([quantile_with_error(tin[j][good[j]], cl)[0] for j in range(n_toys)])
-    covered = ok & (outer["t"] <= t_crit)
+        t_crit = np.array([critical_value(tin[j][good[j]], cl)[0] for j in range(n_toys)])
+    covered = ok & (outer["t"] <= t_crit + ACCEPT_TOL)
     n_valid = int(ok.sum())
     f = float(covered.sum() / n_valid) if n_valid else float("nan")
     var = f * (1 - f) / n_valid if n_valid else float("nan")

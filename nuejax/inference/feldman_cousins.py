@@ -23,22 +23,26 @@ from typing import Mapping
 
 import numpy as np
 
-from .construction import check_toys, construction, grid_points, observed_fits, quantile_with_error, run_construction
+from .construction import (ACCEPT_TOL, check_toys, construction, critical_value, grid_points, observed_fits,
+                           run_construction)
 from .intervals import check_cl
 from .results import FeldmanCousinsResult
+from .starts import DEFAULT_STARTS
 
 __all__ = ["feldman_cousins", "fc_assemble"]
 
 
 def feldman_cousins(model, data, names, grid, n_toys: int, key=0, *, cl: float = 0.9, profile=None,
-                    init: Mapping | None = None, aux=None, resample_aux: bool = True, chunk: int | None = None,
-                    out=None, resume: bool = False, shard=None, progress=False, max_iter: int = 100):
+                    init: Mapping | None = None, aux=None, resample_aux: bool = True, starts=DEFAULT_STARTS,
+                    chunk: int | None = None, out=None, resume: bool = False, shard=None, progress=False,
+                    max_iter: int = 100):
     """Feldman–Cousins interval (one name) or region (two names) of ``names`` from toys (module
     docstring): ``grid`` the tested values (a 2-D construction takes ``(values_x, values_y)``, the
     full product is tested), ``n_toys`` per grid point, ``key`` a seed or ``jax.random`` key
     (toy ``i`` of point ``k`` has index ``k * n_toys + i``). ``profile`` chooses the nuisances
     (default: every other free parameter); ``aux`` the observed auxiliary measurements (default:
-    the model's nominal ones).
+    the model's nominal ones); ``starts`` the multi-start design of every fit, to the observed
+    data and to each toy (:mod:`~nuejax.inference.starts`; 1: the generating point alone).
 
     ``out`` stores the run (:mod:`nuejax.inference.runner`); ``resume=True`` continues one;
     ``shard="i/n"`` computes a slice (returns ``None`` until every slice is on disk; then
@@ -48,13 +52,14 @@ def feldman_cousins(model, data, names, grid, n_toys: int, key=0, *, cl: float =
     t0 = time.perf_counter()
     n_toys = check_toys(n_toys)
     check_cl(cl)
-    pr = construction(model, data, names, profile, init, aux=aux, resample_aux=resample_aux)
+    pr = construction(model, data, names, profile, init, aux=aux, resample_aux=resample_aux, starts=starts)
     axes, points = grid_points(pr.cond.model.parameters, pr.poi, grid)
     bounds = [pr.cond.model.parameters.bounds((n,)) for n in pr.poi]
     bounds = [[None if not np.isfinite(b[0][0]) else float(b[0][0]), None if not np.isfinite(b[1][0]) else float(b[1][0])]
               for b in bounds]
+    shape = tuple(len(a) for a in axes)
     return run_construction(pr, "feldman_cousins", {"axes": [a.tolist() for a in axes], "cl": float(cl), "bounds": bounds},
-                            lambda: observed_fits(pr, points, max_iter=max_iter, one_sided=False),
+                            lambda: observed_fits(pr, points, max_iter=max_iter, one_sided=False, grid_shape=shape),
                             lambda st: _fc_rows(st, n_toys), fc_assemble, n_rows=len(points) * n_toys, n_toys=n_toys,
                             key=key, resample_aux=resample_aux, chunk=chunk, out=out, resume=resume, shard=shard,
                             progress=progress, max_iter=max_iter, one_sided=False, label=f"FC {' x '.join(pr.poi)}",
@@ -74,18 +79,19 @@ def fc_assemble(config, st, res, seconds) -> FeldmanCousinsResult:
     t = res["t"].reshape(g, n_toys)
     ok = (res["conv_global"] & res["conv_cond"]).reshape(g, n_toys)
     t_crit, t_err, p, n_valid = (np.empty(g) for _ in range(4))
+    discrete = np.zeros(g, dtype=bool)
     for k in range(g):
         tk = t[k][ok[k]]
-        t_crit[k], t_err[k] = quantile_with_error(tk, cl)
+        t_crit[k], t_err[k], discrete[k] = critical_value(tk, cl)
         p[k] = float(np.mean(tk >= st["t_obs"][k])) if tk.size else np.nan
         n_valid[k] = tk.size
     if np.any(n_valid < n_toys):
         bad = int(n_toys * g - n_valid.sum())
         warnings.warn(f"Feldman–Cousins: {bad} of {n_toys * g} toys had a fit that did not pass the KKT test and "
                       "are left out of the critical values", RuntimeWarning, stacklevel=3)
-    accepted = st["t_obs"] <= t_crit
+    accepted = st["t_obs"] <= t_crit + ACCEPT_TOL
     return FeldmanCousinsResult(tuple(config["poi"]), tuple(np.asarray(a, dtype=float) for a in config["axes"]),
                                 st["points"], st["t_obs"], t_crit, t_err, p, accepted, n_valid.astype(int), n_toys, cl,
                                 tuple(float(v) for v in st["poi_hat_obs"]),
                                 tuple((-np.inf if lo is None else lo, np.inf if hi is None else hi)
-                                      for lo, hi in config.get("bounds", [])), seconds)
+                                      for lo, hi in config.get("bounds", [])), seconds, discrete=discrete)

@@ -25,10 +25,13 @@ from .newton import STATUS, kkt, minimize_bounded, snap_to_bounds
 from .newton import scale as newton_scale
 from .problem import FitProblem
 from .results import BatchFitResult, FitResult
+from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, MINIMUM_FTOL, MINIMUM_XTOL, choose_start, distinct_minima,
+                     standard_deviations, start_design,
+                     warn_second_minimum)
 
-__all__ = ["EDM_TOL", "batch_fit", "compiled_solver", "end_point_report", "launch_size", "make_fit_result",
-           "newton_fit", "objective", "one_sided_errors", "profile_starts", "solve_batch", "value_grad_hess",
-           "value_grad_hessian"]
+__all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_point_report", "launch_size",
+           "make_fit_result", "multistart", "newton_fit", "objective", "one_sided_errors", "profile_starts",
+           "solve_batch", "value_grad_hess", "value_grad_hessian"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
@@ -159,12 +162,8 @@ def profile_starts(fit: FitResult, fixed_names: tuple, names: tuple, points, low
     return np.stack([pred, np.broadcast_to(np.clip(xf, lower, upper), pred.shape)], axis=1)
 
 
-def _solve_data(problem, data, aux, fixed, x0, **kw):
-    return _solve(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0, **kw)
-
-
 @functools.lru_cache(maxsize=None)
-def compiled_solver(max_iter: int, edm_tol: float, batch: str | None):
+def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: bool = False):
     """The jitted solver of a :class:`~nuejax.inference.problem.FitProblem` (compiled per problem
     structure: its fitted and per-point names and bounds), called
 
@@ -176,31 +175,97 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None):
       data sets (n, n_obs), starts (n, d) and, with ``'data_aux'``, flat auxiliary measurements
       (n, n_aux); the problem's own data (and, with ``'data_aux'``, its aux) are not read.
 
-    Cached, so that a second fit or scan of the same structure does not recompile."""
-    opts = dict(max_iter=max_iter, edm_tol=edm_tol, single=batch is None)
+    ``multi``: each fit runs from several starts (a multi-start design,
+    :mod:`~nuejax.inference.starts`): its ``x0`` has a starts axis before the last, (S, d), and
+    every result field gains that axis too. Cached, so that a second fit or scan of the same
+    structure does not recompile."""
+    one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol, single=batch is None and not multi)
+    if multi:
+        one = jax.vmap(one, in_axes=(None, None, 0))
     if batch == "fixed":
-        return jax.jit(jax.vmap(functools.partial(_solve, **opts), in_axes=(None, 0, 0)))
+        return jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
     if batch in ("data", "data_aux"):
+        def on_data(problem, data, aux, fixed, x0):
+            return one(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
+
         axes = (None, 0, 0 if batch == "data_aux" else None, None, 0)
-        return jax.jit(jax.vmap(functools.partial(_solve_data, **opts), in_axes=axes))
-    return jax.jit(functools.partial(_solve, **opts))
+        return jax.jit(jax.vmap(on_data, in_axes=axes))
+    return jax.jit(one)
 
 
-def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None, rows=None):
+def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
     """Fit every data set of a batch problem (data (n, n_obs), aux batched or nominal) from the
-    starts ``x0`` (n, d), in launches of ``chunk`` rows (:func:`launch_size`): a
-    :class:`~nuejax.inference.newton.NewtonResult` of numpy arrays with a leading axis n."""
+    starts ``x0`` (n, d), or (n, S, d) for S starts each, in launches of ``chunk`` rows
+    (:func:`launch_size`, counting every start as a row): a
+    :class:`~nuejax.inference.newton.NewtonResult` of numpy arrays with a leading axis n (and a
+    starts axis after it)."""
     n = problem.data.shape[0]
     batched = problem.aux_batched
-    solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data")
+    multi = np.ndim(x0) == 3
+    solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data", multi)
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     fixed = jnp.zeros(0, dtype=problem.values.dtype)
-    step = launch_size(n, chunk, len(problem.names))
+    n_starts = int(np.shape(x0)[1]) if multi else 1
+    step = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts, len(problem.names))
+               // n_starts)
     outs = []
     for a in range(0, n, step):
         aux = problem.aux_flat[a:a + step] if batched else problem.aux_flat
         outs.append(solve(shell, problem.data[a:a + step], aux, fixed, x0[a:a + step]))
     return jax.tree_util.tree_map(lambda *v: np.concatenate([np.asarray(u) for u in v]), *outs)
+
+
+def continue_batch(problem, res, *, max_iter: int, edm_tol: float, chunk=None):
+    """Continue the fits of :func:`solve_batch`'s result ``res`` that reached the iteration limit
+    (status 1), from their end points, in up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` launches over only the
+    data sets that hold one (padded to the first launch's shapes, so nothing recompiles)."""
+    n = problem.data.shape[0]
+    multi = np.ndim(res.x) == 3
+    n_starts = res.x.shape[1] if multi else 1
+    step = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts, len(problem.names))
+               // n_starts)
+    for _ in range(CONTINUE_PASSES):
+        redo = np.asarray(res.status) == 1
+        rows = np.nonzero(redo.reshape(n, -1).any(axis=1))[0]
+        if rows.size == 0:
+            break
+        size = n if n <= step else -(-rows.size // step) * step
+        take = np.concatenate([rows, np.repeat(rows[:1], size - rows.size)])
+        sub = dataclasses.replace(problem, data=problem.data[take],
+                                  aux_flat=problem.aux_flat[take] if problem.aux_batched else problem.aux_flat)
+        new = solve_batch(sub, jnp.asarray(res.x[take]), max_iter=max_iter, edm_tol=edm_tol, chunk=chunk)
+        part = type(res)(*(np.asarray(a).copy() for a in res))
+        for a, b in zip(part, new):
+            a[rows] = np.asarray(b)[:rows.size]
+        res = merge_continued(res, part, redo)
+    return res
+
+
+def best_of_starts(res, axis: int = 0):
+    """The end point of each fit among its starts (``res`` a numpy NewtonResult with a starts axis
+    at ``axis``): the lowest −2 ln L that passes the KKT test, else the lowest finite one (then not
+    converged), the first start within :data:`~nuejax.inference.starts.START_TIE` of it
+    (:func:`~nuejax.inference.starts.choose_start`). Returns the NewtonResult without that axis,
+    the chosen indices, the number of starts that reached the chosen minimum (−2 ln L within :data:`~nuejax.inference.starts.MINIMUM_FTOL`,
+    every coordinate within :data:`~nuejax.inference.starts.MINIMUM_XTOL` standard deviations) and
+    the gap in −2 ln L to the lowest converged end point elsewhere (+inf if none)."""
+    fun, conv = np.asarray(res.fun, dtype=float), np.asarray(res.converged, dtype=bool)
+    finite = np.isfinite(fun)
+    k = choose_start(fun, conv, axis=axis)
+
+    def take(a):  # the chosen start of every fit: the starts axis first, then one index per fit
+        a = np.moveaxis(np.asarray(a), axis, 0)
+        return a[(k,) + tuple(np.indices(k.shape))]
+
+    best = type(res)(*(take(a) for a in res))
+    x = np.asarray(res.x, dtype=float)
+    xb = np.expand_dims(best.x, axis)
+    sd = np.expand_dims(standard_deviations(best.hess), axis)
+    same = conv & finite & (np.abs(fun - np.expand_dims(best.fun, axis)) < MINIMUM_FTOL) \
+        & np.all(np.abs(x - xb) <= MINIMUM_XTOL * sd, axis=-1)
+    n_at = np.sum(same, axis=axis)
+    gap = np.min(np.where(conv & finite & ~same, fun, np.inf), axis=axis) - best.fun
+    return best, k, n_at, gap
 
 
 _vgh_jit = jax.jit(value_grad_hessian)
@@ -321,7 +386,7 @@ def _plain_profile(s: FitProblem, name, values):
 # -- results ----------------------------------------------------------------------------------------
 def make_fit_result(s: FitProblem, x, fval: float, *, valid: bool, reason: str, minimizer: str, nfcn: int, ngrad: int,
                     edm: float, at_bound: dict, H, seconds: float, minos=None, diagnostics=None,
-                    one_sided: bool = True) -> FitResult:
+                    one_sided: bool = True, n_starts: int = 1, minima=None) -> FitResult:
     """A :class:`FitResult` with the covariance 2 H⁻¹ on the free subspace (parameters on a bound
     have no symmetric error: ``errors[name] is None``; their one-sided error is in ``one_sided``)."""
     x = np.asarray(x, dtype=float)
@@ -344,13 +409,57 @@ def make_fit_result(s: FitProblem, x, fval: float, *, valid: bool, reason: str, 
     return FitResult(names=tuple(s.names), values={n: float(x[i]) for i, n in enumerate(s.names)}, errors=errors,
                      covariance=cov, fval=float(fval), valid=bool(valid), nfcn=int(nfcn), ngrad=int(ngrad),
                      edm=float(edm), params=s.host_params(x), minos=minos, minimizer=minimizer, seconds=float(seconds),
-                     at_bound=dict(at_bound), one_sided=one, reason=reason, diagnostics=dict(diagnostics or {}))
+                     at_bound=dict(at_bound), one_sided=one, reason=reason, diagnostics=dict(diagnostics or {}),
+                     n_starts=int(n_starts), minima=list(minima or []))
 
 
-def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None, max_iter: int = 100,
-               edm_tol: float = EDM_TOL, one_sided: bool = True) -> FitResult:
+def merge_continued(res, new, redo):
+    """``res`` with the fields of ``new`` where ``redo`` (the leading axes of both, numpy
+    NewtonResults) and the iterations of both passes added there."""
+    def pick(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        m = np.reshape(redo, redo.shape + (1,) * (a.ndim - redo.ndim))
+        return np.where(m, b, a)
+
+    out = type(res)(*(pick(a, b) for a, b in zip(res, new)))
+    return out._replace(n_iter=np.where(redo, np.asarray(res.n_iter) + np.asarray(new.n_iter), res.n_iter))
+
+
+def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm_tol: float = EDM_TOL):
+    """Fit ``s`` from every start of its design (:func:`~nuejax.inference.starts.start_design`) in
+    one batched launch: ``(best NewtonResult (numpy), number of starts, distinct minima)``. One
+    start: the solver once, from the problem's start. Starts that reach the iteration limit
+    continue from where they stopped, up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more launches of ``max_iter``
+    (a start crawling along a curved valley is often the one that reaches the lowest minimum)."""
+    x0s = start_design(s, starts)
+    fixed = jnp.zeros(0, dtype=s.values.dtype)
+    multi = len(x0s) > 1
+    solve = compiled_solver(int(max_iter), float(edm_tol), None, multi)
+
+    def run(x):
+        res = jax.device_get(solve(s, fixed, jnp.asarray(x if multi else x[0])))
+        return type(res)(*(np.asarray(a) if multi else np.asarray(a)[None] for a in res))
+
+    res = run(x0s)
+    for _ in range(CONTINUE_PASSES):
+        redo = np.asarray(res.status) == 1
+        if not redo.any():
+            break
+        res = merge_continued(res, run(res.x), redo)
+    best, _, _, _ = best_of_starts(res)
+    return best, len(x0s), distinct_minima(s.names, res.x, res.fun, res.converged, res.hess)
+
+
+def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None, starts=DEFAULT_STARTS,
+               warn_delta: float | None = 1.0, max_iter: int = 100, edm_tol: float = EDM_TOL,
+               one_sided: bool = True) -> FitResult:
     """Fit ``names`` (default: the free parameters) with the bound-constrained Newton solver
-    (:func:`~nuejax.inference.newton.minimize_bounded`): ``valid`` means the KKT test passed.
+    (:func:`~nuejax.inference.newton.minimize_bounded`) from every start of a multi-start design
+    (``starts``: its size, or explicit points; :mod:`~nuejax.inference.starts`), all in one batched
+    launch: the lowest end point that passes the KKT test is the fit (``valid``), and the result
+    lists every distinct minimum found (``minima``) and how many starts reached the best
+    (``n_at_minimum``); a :class:`~nuejax.inference.starts.SecondMinimumWarning` where a second one
+    lies within ``warn_delta`` of it.
 
     Same :class:`FitResult` as :func:`~nuejax.inference.fit`; errors from 2 H⁻¹ on the free
     subspace, one-sided errors (profile Δ(-2 ln L) = 1) for parameters on a bound. ``aux``: the
@@ -360,35 +469,53 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None
     """
     t0 = time.perf_counter()
     s = model if isinstance(model, FitProblem) else FitProblem.create(model, data, names=names, init=init, aux=aux)
-    res = compiled_solver(int(max_iter), float(edm_tol), None)(s, jnp.zeros(0, dtype=s.values.dtype), s.start())
+    res, n_starts, minima = multistart(s, starts, max_iter=max_iter, edm_tol=edm_tol)
+    warn_second_minimum(minima, warn_delta)
     at_bound = bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
     status = int(res.status)
     return make_fit_result(s, res.x, float(res.fun), valid=bool(res.converged), reason="" if status == 0 else STATUS[status],
                            minimizer="newton", nfcn=int(res.n_iter) + 1, ngrad=int(res.n_iter) + 1,
                            edm=float(res.edm),
                            at_bound=at_bound, H=np.asarray(res.hess), seconds=time.perf_counter() - t0,
-                           diagnostics={"status": status, "min_eig": float(res.min_eig)}, one_sided=one_sided)
+                           diagnostics={"status": status, "min_eig": float(res.min_eig)}, one_sided=one_sided,
+                           n_starts=n_starts, minima=minima)
 
 
-def batch_fit(model, data, init: Mapping | None = None, names=None, *, aux=None, max_iter: int = 100,
-              edm_tol: float = EDM_TOL, chunk: int | None = None) -> BatchFitResult:
+def batch_fit(model, data, init: Mapping | None = None, names=None, *, aux=None, starts=DEFAULT_STARTS,
+              max_iter: int = 100, edm_tol: float = EDM_TOL, chunk: int | None = None) -> BatchFitResult:
     """Fit every row of ``data`` (shape (n, n_obs)): one compiled, ``vmap``-ped launch of the
-    bound-constrained Newton solver (``chunk`` splits it into launches of that many rows; on the
-    CPU the default is :data:`CPU_CHUNK`, see its note).
+    bound-constrained Newton solver over rows and the starts of a multi-start design (``starts``,
+    :mod:`~nuejax.inference.starts`; each row takes the lowest end point that passes the KKT test)
+    (``chunk`` splits it into launches of that many rows; on the CPU the default is
+    :data:`CPU_CHUNK`, see its note).
 
-    ``init`` sets starting values (scalars, or arrays of shape (n,) for fitted parameters) and
-    the values of fixed parameters; ``names`` chooses the fitted parameters (default: the free
-    ones); ``aux`` the auxiliary measurements (default: nominal; each entry with a leading axis n
-    for one per data set, as toys draw them, :meth:`~nuejax.model.protocol.AbstractModel.draw_toy`).
-    ``converged`` is the KKT test of :func:`~nuejax.inference.newton.kkt`: it is never true at a
-    point that is not a minimum.
+    ``init`` sets starting values (scalars, or arrays of shape (n,) for fitted parameters: each
+    row's default start) and the values of fixed parameters; ``names`` chooses the fitted
+    parameters (default: the free ones); ``aux`` the auxiliary measurements (default: nominal;
+    each entry with a leading axis n for one per data set, as toys draw them,
+    :meth:`~nuejax.model.protocol.AbstractModel.draw_toy`). ``converged`` is the KKT test of
+    :func:`~nuejax.inference.newton.kkt`: it is never true at a point that is not a minimum;
+    ``n_at_minimum`` counts the starts that reached each row's minimum and ``second_minimum_gap``
+    is the Δ(−2 ln L) to the lowest other minimum found (+inf: none).
     """
     t0 = time.perf_counter()
     s = FitProblem.create(model, data, names=names, init=init, aux=aux, batch=True)
     n = s.data.shape[0]
-    res = solve_batch(s, s.batch_starts(n, init), max_iter=max_iter, edm_tol=edm_tol, chunk=chunk)
+    x0 = np.asarray(s.batch_starts(n, init))
+    design = start_design(s, starts)
+    if len(design) == 1:
+        res = solve_batch(s, jnp.asarray(x0), max_iter=max_iter, edm_tol=edm_tol, chunk=chunk)
+        res = continue_batch(s, res, max_iter=max_iter, edm_tol=edm_tol, chunk=chunk)
+        n_at, gap = np.where(res.converged, 1, 0), np.full(n, np.inf)
+    else:
+        x0s = np.repeat(design[None], n, axis=0)
+        x0s[:, 0] = x0  # each row's own default start first
+        res_all = solve_batch(s, jnp.asarray(x0s), max_iter=max_iter, edm_tol=edm_tol, chunk=chunk)
+        res_all = continue_batch(s, res_all, max_iter=max_iter, edm_tol=edm_tol, chunk=chunk)
+        res, _, n_at, gap = best_of_starts(res_all, axis=1)
     names = s.names
     return BatchFitResult(names, {k: res.x[:, i] for i, k in enumerate(names)}, res.fun, res.converged.astype(bool),
                           res.n_iter, res.edm, res.status,
                           {k: res.at_lower[:, i] for i, k in enumerate(names)},
-                          {k: res.at_upper[:, i] for i, k in enumerate(names)}, time.perf_counter() - t0)
+                          {k: res.at_upper[:, i] for i, k in enumerate(names)}, time.perf_counter() - t0,
+                          n_starts=len(design), n_at_minimum=np.asarray(n_at), second_minimum_gap=np.asarray(gap))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DCHI2_90", "Interval", "check_cl", "crossings", "interval_from_profile", "one_sided_threshold",
-           "regions_from_profile", "two_sided_threshold"]
+           "region_containing", "regions_from_profile", "two_sided_threshold"]
 
 #: Delta chi^2 thresholds at 90 % CL for one and two parameters (Wilks).
 DCHI2_90 = {1: 2.705543454095404, 2: 4.605170185988091}
@@ -46,17 +46,22 @@ def check_cl(cl):
 
 
 class Interval(tuple):
-    """``(lower, upper)`` that unpacks like a tuple and says how it was obtained: ``cl``,
-    ``convention`` (text), ``threshold`` (the Δχ² level). A side is ``None`` when the profile
-    does not cross the threshold inside the scanned range."""
+    """A confidence set as a union of regions, unpacking like a tuple ``(lower, upper)``: the
+    region that contains the best fit (``best``). ``regions``: every region, lowest first, each
+    ``(lower, upper)``; ``cl``, ``convention`` (text), ``threshold`` (the Δχ² level). A side is
+    ``None`` where the profile does not cross the threshold inside the scanned range. Where the
+    set has several regions (mirror minima), ``lower``/``upper`` are one of them, and the
+    convention says so."""
 
-    def __new__(cls, lower, upper, *, cl: float, convention: str, threshold: float):
+    def __new__(cls, lower, upper, *, cl: float, convention: str, threshold: float, regions=None, best=None):
         obj = super().__new__(cls, (lower, upper))
         obj.cl, obj.convention, obj.threshold = cl, convention, threshold
+        obj.regions = tuple(tuple(r) for r in (regions if regions is not None else [(lower, upper)]))
+        obj.best = best
         return obj
 
     def __reduce__(self):
-        return (_make_interval, (self[0], self[1], self.cl, self.convention, self.threshold))
+        return (_make_interval, (self[0], self[1], self.cl, self.convention, self.threshold, self.regions, self.best))
 
     @property
     def lower(self):
@@ -67,11 +72,20 @@ class Interval(tuple):
         return self[1]
 
     def __repr__(self) -> str:
-        return f"Interval({self[0]!r}, {self[1]!r}, cl={self.cl}, {self.convention})"
+        extra = f", regions={list(self.regions)}" if len(self.regions) > 1 else ""
+        return f"Interval({self[0]!r}, {self[1]!r}, cl={self.cl}{extra}, {self.convention})"
 
 
-def _make_interval(lo, hi, cl, convention, threshold):
-    return Interval(lo, hi, cl=cl, convention=convention, threshold=threshold)
+def _make_interval(lo, hi, cl, convention, threshold, regions=None, best=None):
+    return Interval(lo, hi, cl=cl, convention=convention, threshold=threshold, regions=regions, best=best)
+
+
+def region_containing(regions, x) -> tuple | None:
+    """The region of ``regions`` (``(lower, upper)``, ``None`` = open) that contains ``x``, or None."""
+    for lo, hi in regions:
+        if (lo is None or lo <= x) and (hi is None or x <= hi):
+            return (lo, hi)
+    return None
 
 
 def interval_from_profile(x, dchi2, level):
@@ -114,9 +128,14 @@ def regions_from_profile(x, dchi2, level) -> list:
 
 
 
-def crossings(x: np.ndarray, d: np.ndarray) -> list:
-    """Regions of ``x`` where ``d <= 0``, ends linearly interpolated between grid points; an end
-    at the first/last grid point stays there."""
+def crossings(x: np.ndarray, d: np.ndarray, exact=None) -> list:
+    """Regions of ``x`` where ``d <= 0``. An end between an accepted and a rejected grid point is
+    linearly interpolated in ``d`` where ``d`` is continuous there; where either point is marked in
+    ``exact`` (a discrete problem: ``d`` jumps where acceptance changes, and no interpolation
+    locates the jump) the end stays on the last accepted point. An end at the first/last grid
+    point, or next to a point without a finite ``d``, stays there."""
+    d = np.asarray(d, dtype=float)
+    exact = np.zeros(len(d), dtype=bool) if exact is None else np.asarray(exact, dtype=bool)
     acc = d <= 0
     regions = []
     i = 0
@@ -128,9 +147,10 @@ def crossings(x: np.ndarray, d: np.ndarray) -> list:
         j = i
         while j + 1 < n and acc[j + 1]:
             j += 1
-        # an end next to a point without a finite statistic stays on the last accepted point
-        lo = x[i] if i == 0 or not np.isfinite(d[i - 1]) else x[i - 1] + (x[i] - x[i - 1]) * d[i - 1] / (d[i - 1] - d[i])
-        hi = x[j] if j == n - 1 or not np.isfinite(d[j + 1]) else x[j] + (x[j + 1] - x[j]) * d[j] / (d[j] - d[j + 1])
+        keep_lo = i == 0 or not np.isfinite(d[i - 1]) or exact[i] or exact[i - 1]
+        keep_hi = j == n - 1 or not np.isfinite(d[j + 1]) or exact[j] or exact[j + 1]
+        lo = x[i] if keep_lo else x[i - 1] + (x[i] - x[i - 1]) * d[i - 1] / (d[i - 1] - d[i])
+        hi = x[j] if keep_hi else x[j] + (x[j + 1] - x[j]) * d[j] / (d[j] - d[j + 1])
         regions.append((float(lo), float(hi)))
         i = j + 1
     return regions

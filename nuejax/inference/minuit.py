@@ -23,8 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cost import NLLCost
-from .fitting import bound_flags, compiled_solver, end_point_report, make_fit_result
+from .fitting import EDM_TOL, bound_flags, compiled_solver, end_point_report, make_fit_result, multistart
 from .problem import FitProblem
+from .starts import DEFAULT_STARTS, start_design, warn_second_minimum
 from .newton import STATUS
 from .results import FitResult
 
@@ -40,14 +41,20 @@ def _migrad_problems(fmin) -> list:
     return out
 
 
-def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, minos=False, strategy: int = 1,
-        tol: float = 0.001, ncall: int | None = None, one_sided: bool = True) -> FitResult:
+def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, starts=DEFAULT_STARTS,
+        warn_delta: float | None = 1.0, minos=False, strategy: int = 1, tol: float = 0.001, ncall: int | None = None,
+        one_sided: bool = True) -> FitResult:
     """Minimise -2 ln L of ``model`` on ``data`` with MIGRAD, then check the KKT conditions.
 
     ``init`` overrides starting values (and the values of fixed parameters); ``names`` chooses the
     free parameters (default: the model's free ones); ``aux`` the auxiliary measurements of the
     constraint terms (default: nominal). The inputs are checked once (a
-    :class:`~nuejax.inference.problem.FitProblem`, which ``model`` may also be). ``tol`` is MIGRAD's tolerance: it stops at
+    :class:`~nuejax.inference.problem.FitProblem`, which ``model`` may also be). ``starts``: the
+    multi-start design (:mod:`~nuejax.inference.starts`; its size, or explicit points): where it
+    has more than one start, the batched Newton solver runs from all of them in one launch and
+    MIGRAD starts at the lowest minimum that passes the KKT test; the result lists every distinct
+    minimum found, and warns (:class:`~nuejax.inference.starts.SecondMinimumWarning`) where a
+    second one lies within ``warn_delta`` of the best. ``tol`` is MIGRAD's tolerance: it stops at
     EDM < 0.002 × tol × errordef, and the KKT test uses the same EDM goal. The covariance is 2 H⁻¹
     on the free subspace with H the exact autodiff Hessian at the minimum; a parameter on a bound
     gets a one-sided error (profile Δ(-2 ln L) = 1, ``one_sided=True``) instead of a symmetric
@@ -60,6 +67,12 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, minos
     s = model if isinstance(model, FitProblem) else FitProblem.create(model, data, names=names, init=init, aux=aux)
     cost = NLLCost(s)
     x0 = np.array([cost.base[n] for n in cost.names])
+    n_starts, minima = 1, None
+    if len(start_design(s, starts)) > 1:  # the global minimum of the design first (one batched launch)
+        best, n_starts, minima = multistart(s, starts, edm_tol=EDM_TOL)
+        warn_second_minimum(minima, warn_delta)
+        if np.all(np.isfinite(best.x)) and np.isfinite(best.fun):
+            x0 = np.asarray(best.x, dtype=float)
     with warnings.catch_warnings():
         # NLLCost.g2 is needed (see its docstring) though iminuit says the Hessian overrides it.
         warnings.filterwarnings("ignore", message="hessian overrides g2")
@@ -140,6 +153,9 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, minos
         if skipped:
             reason = (reason + "; " if reason else "") + (f"MINOS not run for {', '.join(skipped)} (on a bound: see the "
                                                           "one-sided error)")
+    if minima is None:  # one start: MIGRAD's end point is the one minimum seen
+        minima = [{"fval": float(fval), "values": {n: float(v) for n, v in zip(s.names, x)}, "n_starts": 1}] \
+            if valid else []
     return make_fit_result(s, x, fval, valid=valid, reason=reason, minimizer=minimizer, nfcn=nfcn, ngrad=ngrad,
                            edm=edm, at_bound=at_bound, H=H, seconds=time.perf_counter() - t0, minos=merr,
-                           diagnostics=diagnostics, one_sided=one_sided)
+                           diagnostics=diagnostics, one_sided=one_sided, n_starts=n_starts, minima=minima)

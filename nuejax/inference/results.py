@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .intervals import (DCHI2_90, Interval, crossings, interval_from_profile, one_sided_threshold,
-                        regions_from_profile, two_sided_threshold)
+                        region_containing, regions_from_profile, two_sided_threshold)
 
 SCHEMA = 1
 
@@ -102,6 +102,10 @@ class FitResult(Saveable):
       Rows and columns of ``covariance`` of parameters on a bound are zero.
     * ``valid``: the minimiser converged *and* the KKT conditions hold; ``reason`` says why not.
     * ``params``: every parameter's value (fitted and fixed), floats.
+    * ``n_starts``: the starts of the multi-start design the fit ran from
+      (:mod:`~nuejax.inference.starts`); ``minima``: every distinct minimum their end points found
+      that passed the KKT test, lowest first (``{"fval", "values", "n_starts"}``); ``n_at_minimum``:
+      how many starts reached the reported one.
     """
 
     names: tuple
@@ -122,6 +126,14 @@ class FitResult(Saveable):
     reason: str = ""
     diagnostics: dict = field(default_factory=dict, repr=False)
     versions: dict = field(default_factory=versions, repr=False)
+    n_starts: int = 1
+    minima: list = field(default_factory=list, repr=False)
+
+    @property
+    def n_at_minimum(self) -> int:
+        """How many starts of the multi-start design reached the reported minimum (0: it did not pass
+        the KKT test from any)."""
+        return int(self.minima[0]["n_starts"]) if self.minima and self.valid else 0
 
     @property
     def correlation(self) -> np.ndarray:
@@ -166,6 +178,11 @@ class FitResult(Saveable):
                 fmt = lambda v: "invalid" if v is None else f"{v:+.4g}"  # noqa: E731
                 extra = f"  MINOS [{fmt(lo)}, {fmt(hi)}]"
             lines.append(f"  {n:<16} {self.values[n]:>14.6g} {self.error_text(n)}{extra}")
+        if self.n_starts > 1:
+            lines.append(f"  {self.n_starts} starts, {self.n_at_minimum} reached this minimum; "
+                         f"{len(self.minima)} distinct minim{'um' if len(self.minima) == 1 else 'a'} found")
+            for m in self.minima[1:4]:
+                lines.append(f"    another at -2lnL + {m['fval'] - self.fval:.4g} ({m['n_starts']} starts)")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -182,6 +199,7 @@ class FitResult(Saveable):
             "minimizer": self.minimizer, "seconds": float(self.seconds), "at_bound": dict(self.at_bound),
             "one_sided": {k: json_float(v) for k, v in self.one_sided.items()}, "reason": self.reason,
             "diagnostics": _jsonable(self.diagnostics), "versions": dict(self.versions),
+            "n_starts": int(self.n_starts), "minima": _jsonable(self.minima),
         }
 
     @classmethod
@@ -201,6 +219,7 @@ class FitResult(Saveable):
             minos=None if d["minos"] is None else {k: tuple(v) for k, v in d["minos"].items()},
             minimizer=d["minimizer"], seconds=d["seconds"], at_bound=dict(d["at_bound"]),
             one_sided=dict(d["one_sided"]), reason=d["reason"], diagnostics=dict(d["diagnostics"]),
+            n_starts=int(d.get("n_starts", 1)), minima=list(d.get("minima", [])),
             versions=dict(d["versions"]))
 
 
@@ -234,7 +253,9 @@ def _jsonable(x):
 @dataclass
 class ScanResult(Saveable):
     """A 1-D profile-likelihood scan of ``name``: -2 ln L minimised over ``profiled`` at every
-    point (``converged``: the KKT test of each point's fit). ``bounds`` are the parameter's bounds
+    point (``converged``: the KKT test of each point's fit), on the lower envelope of the branches
+    (:mod:`~nuejax.inference.scan`: ``passes`` of neighbour refits ran, ``refitted`` points were
+    lowered by them). ``best``: the best fit of ``name``; ``bounds`` are the parameter's bounds
     (``None`` for an infinite side)."""
 
     name: str
@@ -249,18 +270,26 @@ class ScanResult(Saveable):
     unit: str = ""
     bounds: tuple = (None, None)
     versions: dict = field(default_factory=versions, repr=False)
+    passes: int = 0
+    refitted: int = 0
 
     @property
     def delta_chi2(self) -> np.ndarray:
         return self.nll - self.nll_min
 
     def interval(self, cl: float = 0.9) -> Interval:
-        """Two-sided interval: where Δχ² crosses χ²₁(cl) (2.706 at 90 % CL; Wilks). For a
-        parameter bounded at zero whose best fit sits near the bound, use :meth:`upper_limit`."""
+        """Two-sided confidence set where Δχ² < χ²₁(cl) (2.706 at 90 % CL; Wilks): an
+        :class:`~nuejax.inference.intervals.Interval` holding every region (``regions``), whose
+        ``(lower, upper)`` is the region that contains the best fit. For a parameter bounded at
+        zero whose best fit sits near the bound, use :meth:`upper_limit`."""
         level = two_sided_threshold(cl, 1)
         x, d = self._usable()
-        lo, hi = interval_from_profile(x, d, level)
+        regions = [tuple(r) for r in regions_from_profile(x, d, level)]
+        around = region_containing(regions, float(self.best))
+        lo, hi = around if around is not None else interval_from_profile(x, d, level)
         conv = f"two-sided, profile Δχ² = {level:.3f} (χ²₁ at {cl:.0%} CL, Wilks)"
+        if len(regions) > 1:
+            conv += f"; a union of {len(regions)} regions, (lower, upper) the one around the best fit"
         at_edge = self.bounds[0] is not None and np.isclose(float(np.min(self.values)), self.bounds[0]) and \
             self.delta_chi2[int(np.argmin(self.values))] < level
         if lo is None and at_edge:
@@ -268,12 +297,25 @@ class ScanResult(Saveable):
                     "quote upper_limit() instead"
         elif lo is None or hi is None:
             conv += "; a side that does not cross inside the scanned range is None"
-        return Interval(lo, hi, cl=cl, convention=conv, threshold=level)
+        return Interval(lo, hi, cl=cl, convention=conv, threshold=level, regions=regions or [(lo, hi)],
+                        best=float(self.best))
 
     def regions(self, cl: float = 0.9) -> list:
         """All intervals where Δχ² < χ²₁(cl) (:func:`regions_from_profile`; same convention as
         :meth:`interval`, which gives only the one around the minimum)."""
         return regions_from_profile(*self._usable(), two_sided_threshold(cl, 1))
+
+    def branches(self) -> list:
+        """The profile's local minima on the scan grid (mirror minima, a second branch), lowest
+        first: ``{"value", "delta_chi2"}`` at the grid point (the scan's resolution), the best fit
+        itself as the first where the scan holds it."""
+        x, d = self._usable()
+        if x.size == 0:
+            return []
+        left = np.concatenate([[np.inf], d[:-1]])
+        right = np.concatenate([d[1:], [np.inf]])
+        at = np.nonzero((d < left) & (d <= right))[0]
+        return [{"value": float(x[i]), "delta_chi2": float(d[i])} for i in at[np.argsort(d[at], kind="stable")]]
 
     def upper_limit(self, cl: float = 0.9):
         """One-sided upper limit (module docstring): where Δχ² (from the bounded best fit) crosses
@@ -306,7 +348,9 @@ class ScanResult(Saveable):
                 "profiled": list(self.profiled), "profiled_values": json_array(self.profiled_values),
                 "converged": np.asarray(self.converged, dtype=bool).tolist(), "seconds": float(self.seconds),
                 "unit": self.unit, "bounds": list(self.bounds), "versions": dict(self.versions),
-                "interval_90": list(self.interval(0.9)), "interval_90_convention": self.interval(0.9).convention}
+                "passes": int(self.passes), "refitted": int(self.refitted),
+                "interval_90": list(self.interval(0.9)), "interval_90_convention": self.interval(0.9).convention,
+                "regions_90": [list(r) for r in self.interval(0.9).regions], "branches": self.branches()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ScanResult":
@@ -314,7 +358,7 @@ class ScanResult(Saveable):
         return cls(d["name"], array_from_json(d["values"]), array_from_json(d["nll"]), num_or_nan(d["nll_min"]), num_or_nan(d["best"]),
                    tuple(d["profiled"]),
                    array_from_json(d["profiled_values"]), np.asarray(d["converged"], dtype=bool), d["seconds"], d["unit"],
-                   tuple(d["bounds"]), dict(d["versions"]))
+                   tuple(d["bounds"]), dict(d["versions"]), int(d.get("passes", 0)), int(d.get("refitted", 0)))
 
 
 def json_array(a):
@@ -329,8 +373,9 @@ def array_from_json(a):
 
 @dataclass
 class Scan2DResult(Saveable):
-    """A 2-D profile-likelihood scan on the grid ``values_x`` × ``values_y`` (``nll[ix, iy]``);
-    contours at χ²₂(cl) (4.605 at 90 % CL, Wilks)."""
+    """A 2-D profile-likelihood scan on the grid ``values_x`` × ``values_y`` (``nll[ix, iy]``) on the
+    lower envelope of the branches (``passes``, ``refitted`` as for :class:`ScanResult`); contours
+    at χ²₂(cl) (4.605 at 90 % CL, Wilks: two degrees of freedom); ``best`` the best fit."""
 
     names: tuple
     values_x: np.ndarray
@@ -341,24 +386,28 @@ class Scan2DResult(Saveable):
     converged: np.ndarray = field(repr=False)
     seconds: float = 0.0
     versions: dict = field(default_factory=versions, repr=False)
+    best: tuple = (None, None)
+    passes: int = 0
+    refitted: int = 0
 
     @property
     def delta_chi2(self) -> np.ndarray:
         return self.nll - self.nll_min
 
-
     def to_dict(self) -> dict:
         return {"kind": "Scan2DResult", "schema": SCHEMA, "names": list(self.names), "values_x": json_array(self.values_x),
                 "values_y": json_array(self.values_y), "nll": json_array(self.nll), "nll_min": json_float(self.nll_min),
                 "profiled": list(self.profiled), "converged": np.asarray(self.converged, dtype=bool).tolist(),
-                "seconds": float(self.seconds), "versions": dict(self.versions),
+                "seconds": float(self.seconds), "versions": dict(self.versions), "best": [json_float(b) for b in self.best],
+                "passes": int(self.passes), "refitted": int(self.refitted),
                 "convention": f"two-parameter profile Δχ² contours (χ²₂ quantile, Wilks; {DCHI2_90[2]:.3f} at 90 % CL)"}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Scan2DResult":
         _check_schema(d, "Scan2DResult")
         return cls(tuple(d["names"]), array_from_json(d["values_x"]), array_from_json(d["values_y"]), array_from_json(d["nll"]), num_or_nan(d["nll_min"]),
-                   tuple(d["profiled"]), np.asarray(d["converged"], dtype=bool), d["seconds"], dict(d["versions"]))
+                   tuple(d["profiled"]), np.asarray(d["converged"], dtype=bool), d["seconds"], dict(d["versions"]),
+                   tuple(d.get("best", (None, None))), int(d.get("passes", 0)), int(d.get("refitted", 0)))
 
 
 @dataclass(frozen=True)
@@ -366,7 +415,9 @@ class BatchFitResult:
     """Fits of a batch of data sets: one array per fitted parameter (``values[name]``, shape (n,)),
     ``fval``, ``converged`` (the KKT test), ``n_iter``, ``edm``, ``status`` (see
     :data:`~nuejax.inference.newton.STATUS`), and per parameter a bool array ``at_lower`` /
-    ``at_upper`` (on that bound with an outward gradient)."""
+    ``at_upper`` (on that bound with an outward gradient). Multi-start (:mod:`~nuejax.inference.starts`):
+    ``n_starts`` starts per data set, ``n_at_minimum`` (n,) how many reached the reported minimum,
+    ``second_minimum_gap`` (n,) the Δ(−2 ln L) to the lowest other converged end point (+inf: none)."""
 
     names: tuple
     values: dict
@@ -379,6 +430,9 @@ class BatchFitResult:
     at_upper: dict
     seconds: float = 0.0
     diagnostics: dict = field(default_factory=dict)
+    n_starts: int = 1
+    n_at_minimum: np.ndarray | None = None
+    second_minimum_gap: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.fval.shape[0])
@@ -390,13 +444,19 @@ class BatchFitResult:
                 "edm": [None if not np.isfinite(e) else float(e) for e in self.edm], "status": arr(self.status),
                 "at_lower": {k: arr(v) for k, v in self.at_lower.items()},
                 "at_upper": {k: arr(v) for k, v in self.at_upper.items()}, "seconds": self.seconds,
-                "diagnostics": self.diagnostics}
+                "diagnostics": self.diagnostics, "n_starts": self.n_starts,
+                "n_at_minimum": None if self.n_at_minimum is None else arr(self.n_at_minimum),
+                "second_minimum_gap": None if self.second_minimum_gap is None else json_array(self.second_minimum_gap)}
 
     def __str__(self) -> str:
         n = len(self)
         conv = int(np.sum(self.converged))
         lines = [f"batch_fit: {n} data sets, {conv} converged (KKT), median {np.median(self.n_iter):.0f} iterations, "
-                 f"{self.seconds:.2f} s"]
+                 f"{self.n_starts} start{'s' if self.n_starts > 1 else ''} each, {self.seconds:.2f} s"]
+        if self.second_minimum_gap is not None:
+            close = int(np.sum(np.asarray(self.second_minimum_gap) < 1.0))
+            if close:
+                lines.append(f"  {close} data set(s) with a second minimum within 1 of the best in -2 ln L")
         for name in self.names:
             v = self.values[name]
             nb = int(np.sum(self.at_lower[name] | self.at_upper[name]))
@@ -414,11 +474,18 @@ class FeldmanCousinsResult(Saveable):
     """A Feldman–Cousins construction on a grid (module docstring) in one or two parameters.
 
     Per grid point (``points``, shape (G, k); a 2-D grid is x-major: ``points.reshape(nx, ny, 2)``):
-    ``t_obs`` the observed statistic, ``t_crit`` the CL-quantile of the toys' statistic and
-    ``t_crit_err`` its statistical uncertainty, ``p_values`` (fraction of toys with t ≥ t_obs),
-    ``accepted`` (t_obs ≤ t_crit), ``n_valid`` toys whose two fits passed the KKT test (only these
-    count). ``regions``: 1-D, the accepted intervals with interpolated ends (an end on the first or
-    last grid point stays there: widen the grid if it is not the parameter's bound).
+    ``t_obs`` the observed statistic, ``t_crit`` the critical value (the smallest t whose fraction
+    of toys at or below it reaches CL: an order statistic, ties included, so the acceptance region
+    holds at least CL of the toys on discrete data too) and ``t_crit_err`` its statistical
+    uncertainty (the belt's Monte Carlo uncertainty), ``p_values`` (fraction of toys with
+    t ≥ t_obs), ``accepted`` (t_obs ≤ t_crit), ``n_valid`` toys whose two fits passed the KKT test
+    (only these count), ``discrete`` (the toys' statistic takes repeated values there).
+    ``regions``: 1-D, every accepted interval, a union; each end lies where acceptance changes:
+    interpolated between the last accepted and the first rejected grid point where the statistic
+    is continuous, on the last accepted point where the problem is discrete (no interpolation
+    locates a jump: refine the grid there). An end on the first or last grid point stays there:
+    widen the grid if it is not the parameter's bound. ``interval``: the region that contains the
+    best fit.
     """
 
     poi: tuple
@@ -439,23 +506,30 @@ class FeldmanCousinsResult(Saveable):
                        "each tested point with nuisances fitted to the data there (profile construction), auxiliary "
                        "measurements resampled")
     versions: dict = field(default_factory=versions, repr=False)
+    discrete: np.ndarray | None = None
 
     @property
     def regions(self) -> list:
         if len(self.poi) != 1:
             raise ValueError("regions are for a 1-D construction; use accepted_grid for 2-D")
-        return crossings(np.asarray(self.axes[0]), np.asarray(self.t_obs) - np.asarray(self.t_crit))
+        return crossings(np.asarray(self.axes[0]), np.asarray(self.t_obs) - np.asarray(self.t_crit) - 1e-6,
+                         exact=self.discrete)
 
     @property
     def interval(self) -> tuple:
-        """1-D: (lower, upper) of the accepted set (the hull of :attr:`regions`); (None, None) if empty."""
+        """1-D: (lower, upper) of the region of :attr:`regions` that contains the best fit (the
+        nearest one where the best fit lies between grid points); (None, None) if nothing is accepted."""
         r = self.regions
-        return (r[0][0], r[-1][1]) if r else (None, None)
+        if not r:
+            return (None, None)
+        around = region_containing(r, float(self.best_fit[0]))
+        if around is not None:
+            return around
+        return min(r, key=lambda reg: min(abs(reg[0] - self.best_fit[0]), abs(reg[1] - self.best_fit[0])))
 
     @property
     def accepted_grid(self) -> np.ndarray:
         return np.asarray(self.accepted).reshape(tuple(len(a) for a in self.axes))
-
 
     def to_dict(self) -> dict:
         return {"kind": type(self).__name__, "poi": list(self.poi), "axes": [np.asarray(a).tolist() for a in self.axes],
@@ -466,6 +540,7 @@ class FeldmanCousinsResult(Saveable):
                 "bounds": [[None if not np.isfinite(v) else float(v) for v in b] for b in self.bounds],
                 "seconds": self.seconds, "convention": self.convention,
                 "versions": self.versions,
+                "discrete": None if self.discrete is None else np.asarray(self.discrete, dtype=bool).tolist(),
                 **({"interval": json_pair(self.interval), "regions": [json_pair(r) for r in self.regions]}
                    if len(self.poi) == 1 else {})}
 
@@ -477,7 +552,7 @@ class FeldmanCousinsResult(Saveable):
                    int(d["n_toys"]), float(d["cl"]), tuple(d["best_fit"]),
                    tuple((-np.inf if b[0] is None else float(b[0]), np.inf if b[1] is None else float(b[1]))
                          for b in d["bounds"]), float(d["seconds"]), d["convention"],
-                   d.get("versions", {}))
+                   d.get("versions", {}), None if d.get("discrete") is None else np.asarray(d["discrete"], dtype=bool))
 
     def __str__(self) -> str:
         head = f"Feldman–Cousins {self.cl:.0%} CL on {' x '.join(self.poi)}: {len(self.points)} points x {self.n_toys} toys"

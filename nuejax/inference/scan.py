@@ -1,11 +1,26 @@
-"""Batched profile-likelihood scans.
+"""Batched profile-likelihood scans on the lower envelope of −2 ln L's branches.
 
 Every scan point is a fit of the profiled (nuisance) parameters with the scanned ones fixed; all
-points run as one ``vmap``-ped launch of the bound-constrained Newton solver
+points run as ``vmap``-ped launches of the bound-constrained Newton solver
 (:func:`~nuejax.inference.newton.minimize_bounded`; in chunks, with progress, for long scans),
 with no Python loop over points. ``converged`` per point is the solver's KKT test. Δχ² is measured
-from the global minimum, found by a fit with the scanned parameters free as well (the same
-solver, or a given :class:`~nuejax.inference.FitResult`).
+from the global minimum, found by a multi-start fit with the scanned parameters free as well (the
+same solver, or a given :class:`~nuejax.inference.FitResult`).
+
+Where −2 ln L has several minima (mirror branches of an NSI coupling), a profile that follows one
+branch lies above the true profile wherever another is lower. :func:`profile_points` therefore
+keeps the lower envelope:
+
+1. every point starts from the tangent of the profile at *each* minimum the global fit found (its
+   ``minima``; :func:`~nuejax.inference.fitting.profile_starts`), one batched fit per branch,
+   and keeps the lowest end point that passes the KKT test;
+2. every point is fitted again from the end points of its converged neighbours on the grid (both
+   directions; four in 2-D), and a lower converged end point replaces it; this repeats until no
+   point moves (at most :data:`ENVELOPE_PASSES` passes), so a branch found at one point spreads
+   along the grid.
+
+``ScanResult.passes`` says how many passes ran and ``ScanResult.refitted`` how many points a
+neighbour's start lowered.
 """
 
 from __future__ import annotations
@@ -18,11 +33,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import EDM_TOL, compiled_solver, launch_size, newton_fit, profile_starts
+from .fitting import EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, profile_starts, value_grad_hess
 from .problem import FitProblem
 from .results import FitResult, Scan2DResult, ScanResult
+from .starts import DEFAULT_STARTS
 
-__all__ = ["SCAN_MAX_ITER", "batched_solve", "grid_values", "profile_scan", "profile_scan_2d"]
+__all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "batched_solve", "grid_neighbours", "grid_values",
+           "profile_points", "profile_scan", "profile_scan_2d"]
 
 
 def grid_values(ps, name, values) -> np.ndarray:
@@ -46,9 +63,9 @@ def grid_values(ps, name, values) -> np.ndarray:
     return v
 
 
-def _global(s: FitProblem, names, global_fit):
+def _global(s: FitProblem, names, global_fit, starts=DEFAULT_STARTS):
     if global_fit is None:
-        return newton_fit(s.with_names(names), None, one_sided=False)
+        return newton_fit(s.with_names(names), None, one_sided=False, starts=starts, warn_delta=None)
     if not isinstance(global_fit, FitResult):
         raise TypeError(f"global_fit must be a FitResult, got {type(global_fit).__name__}")
     missing = [n for n in names if n not in global_fit.names]
@@ -63,12 +80,14 @@ def _global(s: FitProblem, names, global_fit):
     return global_fit
 
 
-def batched_solve(solve, grid, s, x0, chunk, progress, label):
+def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1):
     """Run the batched ``solve`` (``compiled_solver(..., 'fixed')``) of the problem ``s`` over the
     rows of ``grid`` in chunks of ``chunk`` (one launch per chunk); ``x0`` is one start (d,) for
-    every row or a start per row, (n, d) or (n, c, d)."""
+    every row or a start per row, (n, d) or (n, c, d); with a multi-start ``solve``, (n, S, ...)
+    (``n_starts`` = S counts towards the launch size)."""
     n = grid.shape[0]
-    chunk = launch_size(n, chunk, int(np.shape(x0)[-1]) if np.ndim(x0) else 1)
+    chunk = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts,
+                               int(np.shape(x0)[-1]) if np.ndim(x0) else 1) // n_starts)
     x0 = jnp.asarray(x0)
     if x0.ndim == 1:
         x0 = jnp.broadcast_to(x0, (n,) + x0.shape)
@@ -87,39 +106,117 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label):
 #: on an H100 (all points in one launch) one point was still unconverged at 100 (2026-11-25).
 SCAN_MAX_ITER = 200
 
+#: Branches (distinct minima of the global fit, lowest first) whose profile tangents start every point.
+MAX_BRANCHES = 4
+#: Passes of neighbour-started refits at most (:func:`profile_points`).
+ENVELOPE_PASSES = 20
+
+
+def grid_neighbours(shape: tuple) -> np.ndarray:
+    """The neighbours of every point of a grid of ``shape`` (1-D or 2-D, x-major): (n, 2 or 4)
+    flat indices, -1 where there is none."""
+    idx = np.arange(int(np.prod(shape))).reshape(shape)
+    out = []
+    for axis in range(len(shape)):
+        for step in (-1, 1):
+            nb = np.full(shape, -1)
+            src = [slice(None)] * len(shape)
+            dst = [slice(None)] * len(shape)
+            src[axis] = slice(max(0, step), shape[axis] + min(0, step))
+            dst[axis] = slice(max(0, -step), shape[axis] + min(0, -step))
+            nb[tuple(dst)] = idx[tuple(src)]
+            out.append(nb.ravel())
+    return np.stack(out, axis=1)
+
+
+def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, n_iter: int = SCAN_MAX_ITER,
+                   chunk=None, progress=None, label: str = "scan"):
+    """The profile at ``points`` (n, k) of ``s.fixed_names`` with ``s.names`` profiled, on the
+    lower envelope of the branches (module docstring): ``(NewtonResult of numpy arrays, passes,
+    refitted)``. ``neighbours`` (n, m): each point's neighbours on the grid (-1: none)."""
+    points = np.asarray(points, dtype=float)
+    n = len(points)
+    full = s.with_names(s.fixed_names + s.names)
+    branches = [m["values"] for m in (global_fit.minima or [])[:MAX_BRANCHES]] or [global_fit.values]
+    starts = []
+    for b in branches:
+        if b is global_fit.values or all(abs(b[k] - global_fit.values[k]) <= 1e-12 for k in b):
+            ref = global_fit
+        else:  # the branch's own curvature for its tangent
+            x_b = np.array([b[k] for k in full.names])
+            _, _, H = value_grad_hess(full.with_values(b), x_b)
+            ref = FitResult(names=full.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
+                            fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
+        starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))
+    x0 = np.stack(starts, axis=1)  # (n, B, 2, d): per branch, its tangent and its minimum (the lower is taken)
+    grid = jnp.asarray(points)
+    if x0.shape[1] == 1:
+        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed"), grid, s, x0[:, 0], chunk, progress, label)
+        res = type(res)(*(np.asarray(a) for a in res))
+    else:
+        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed", True), grid, s, x0, chunk, progress, label,
+                            n_starts=x0.shape[1])
+        res = best_of_starts(type(res)(*(np.asarray(a) for a in res)), axis=1)[0]
+    neighbours = np.asarray(neighbours)
+    multi = compiled_solver(int(n_iter), EDM_TOL, "fixed", True)
+    refitted, passes = np.zeros(n, dtype=bool), 0
+    for passes in range(1, ENVELOPE_PASSES + 1):
+        ok = res.converged & np.isfinite(res.fun)
+        nb = np.where((neighbours >= 0) & ok[np.clip(neighbours, 0, None)], neighbours, -1)
+        if not np.any(nb >= 0):
+            break
+        # a point without a (converged) neighbour in some direction starts there from its own end point
+        x_nb = np.where((nb >= 0)[..., None], res.x[np.clip(nb, 0, None)], res.x[:, None, :])
+        new = batched_solve(multi, grid, s, x_nb, chunk, None, label, n_starts=nb.shape[1])
+        new = best_of_starts(type(new)(*(np.asarray(a) for a in new)), axis=1)[0]
+        better = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun - 1e-6) | ~ok)
+        if not np.any(better):
+            break
+        refitted |= better
+        res = type(res)(*(np.where(better.reshape((n,) + (1,) * (np.ndim(a) - 1)), b, a) for a, b in zip(res, new)))
+    return res, passes, int(refitted.sum())
+
+
+
 
 def _bounds(p):
     return (None if not np.isfinite(p.lower) else float(p.lower), None if not np.isfinite(p.upper) else float(p.upper))
 
 
 def profile_scan(model, data, name: str, values: Sequence[float], *, profile=None, init: Mapping | None = None,
-                 aux=None, n_iter: int = SCAN_MAX_ITER, chunk: int | None = None,
+                 aux=None, starts=DEFAULT_STARTS, n_iter: int = SCAN_MAX_ITER, chunk: int | None = None,
                  progress: Callable[[str], None] | None = None, global_fit: FitResult | None = None) -> ScanResult:
     """1-D profile scan of ``name`` over ``values``; ``profile`` (default: every other free
-    parameter) is minimised at each point, all points in one batched launch.
+    parameter) is minimised at each point, all points in batched launches, on the lower envelope
+    of −2 ln L's branches (module docstring).
 
-    The global minimum comes from ``global_fit`` if given (e.g. a MINUIT fit), else from the
-    bounded Newton fit with ``name`` free; Δχ² is measured from the lower of it and the scan's
-    own minimum. ``aux``: the auxiliary measurements (default: nominal).
+    The global minimum comes from ``global_fit`` if given (e.g. a MINUIT fit; its ``minima`` are
+    the branches), else from the bounded Newton fit with ``name`` free from the multi-start design
+    ``starts`` (:mod:`~nuejax.inference.starts`); Δχ² is measured from the lower of it and the
+    scan's own minimum. ``aux``: the auxiliary measurements (default: nominal).
     """
     t0 = time.perf_counter()
     s = FitProblem.create(model, data, names=profile, fixed_names=(name,), init=init, aux=aux)
     ps = s.model.parameters
     values = grid_values(ps, name, values)
-    g = _global(s, (name, *s.names), global_fit)
-    start = profile_starts(g, (name,), s.names, np.asarray(values)[:, None], s.lower, s.upper)
-    solve = compiled_solver(int(n_iter), EDM_TOL, "fixed")
-    res = batched_solve(solve, jnp.asarray(values)[:, None], s, start, chunk, progress, f"scan {name}")
+    g = _global(s, (name, *s.names), global_fit, starts)
+    res, passes, refitted = profile_points(s, np.asarray(values)[:, None], g, grid_neighbours((len(values),)),
+                                           n_iter=n_iter, chunk=chunk, progress=progress, label=f"scan {name}")
     nll = np.asarray(res.fun)
-    nll_min = min(float(g.fval), float(nll.min()))
-    return ScanResult(name, values, nll, nll_min, float(g.params[name]), s.names, np.asarray(res.x),
-                      np.asarray(res.converged), time.perf_counter() - t0, ps[name].unit, _bounds(ps[name]))
+    lowest = np.nanmin(np.where(res.converged, nll, np.nan)) if np.any(res.converged) else np.inf
+    nll_min = min(float(g.fval), float(lowest))
+    best = float(g.params[name]) if float(g.fval) <= lowest else float(values[int(np.nanargmin(
+        np.where(res.converged, nll, np.nan)))])
+    return ScanResult(name, values, nll, nll_min, best, s.names, np.asarray(res.x),
+                      np.asarray(res.converged), time.perf_counter() - t0, ps[name].unit, _bounds(ps[name]),
+                      passes=passes, refitted=refitted)
 
 
 def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=None, init: Mapping | None = None,
-                    aux=None, n_iter: int = SCAN_MAX_ITER, chunk: int | None = None, progress=None,
-                    global_fit: FitResult | None = None) -> Scan2DResult:
-    """2-D profile scan on the grid ``values_x`` × ``values_y``, one batched launch (or chunks)."""
+                    aux=None, starts=DEFAULT_STARTS, n_iter: int = SCAN_MAX_ITER, chunk: int | None = None,
+                    progress=None, global_fit: FitResult | None = None) -> Scan2DResult:
+    """2-D profile scan on the grid ``values_x`` × ``values_y`` (batched launches), on the lower
+    envelope of −2 ln L's branches as :func:`profile_scan` (four neighbours per point)."""
     t0 = time.perf_counter()
     names = tuple(names)
     if len(names) != 2 or names[0] == names[1]:
@@ -128,10 +225,11 @@ def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=No
     ps = s.model.parameters
     vx, vy = grid_values(ps, names[0], values_x), grid_values(ps, names[1], values_y)
     grid = jnp.asarray(np.stack(np.meshgrid(vx, vy, indexing="ij"), -1).reshape(-1, 2))
-    g = _global(s, (*names, *s.names), global_fit)
-    start = profile_starts(g, names, s.names, np.asarray(grid), s.lower, s.upper)
-    solve = compiled_solver(int(n_iter), EDM_TOL, "fixed")
-    res = batched_solve(solve, grid, s, start, chunk, progress, f"scan {names[0]} x {names[1]}")
+    g = _global(s, (*names, *s.names), global_fit, starts)
+    res, passes, refitted = profile_points(s, np.asarray(grid), g, grid_neighbours((len(vx), len(vy))), n_iter=n_iter,
+                                           chunk=chunk, progress=progress, label=f"scan {names[0]} x {names[1]}")
     nll = np.asarray(res.fun).reshape(len(vx), len(vy))
-    return Scan2DResult(names, vx, vy, nll, min(float(g.fval), float(nll.min())), s.names,
-                        np.asarray(res.converged).reshape(len(vx), len(vy)), time.perf_counter() - t0)
+    conv = np.asarray(res.converged).reshape(len(vx), len(vy))
+    lowest = float(np.min(np.where(conv, nll, np.inf)))
+    return Scan2DResult(names, vx, vy, nll, min(float(g.fval), lowest), s.names, conv, time.perf_counter() - t0,
+                        best=(float(g.params[names[0]]), float(g.params[names[1]])), passes=passes, refitted=refitted)

@@ -38,8 +38,9 @@ from ..model.likelihood import poisson_parts
 from .fitting import objective
 from .newton import minimize_bounded
 from .problem import FitProblem, flatten_aux
+from .starts import CONTINUE_PASSES, choose_start, start_design
 
-__all__ = ["PASSES", "TOY_FIT_KEYS", "draw_parts", "resample_flags", "toy", "toy_fits"]
+__all__ = ["PASSES", "TOY_FIT_KEYS", "draw_parts", "resample_flags", "toy", "toy_fits", "toy_starts"]
 
 #: Output arrays of :func:`toy_fits` per row.
 TOY_FIT_KEYS = ("t", "f_global", "f_cond", "poi_hat", "nuis_hat", "conv_global", "conv_cond")
@@ -82,13 +83,23 @@ def _toy_data(problem: FitProblem, gen_x, index, key, resample, parts):
     return counts, flatten_aux(aux, problem.aux_shapes)
 
 
+def _fit_from(fit, x0):
+    """``fit(x0)`` from one start (d,), or from each of several (S, d) (a multi-start design)."""
+    return jax.vmap(fit)(x0) if x0.ndim == 2 else fit(x0)
+
+
 def _global_row(problem, gen_x, x0, index, key, *, resample, parts, max_iter, edm_tol):
-    """Draw toy ``index`` at ``gen_x`` and fit every parameter of the problem inside its bounds from ``x0``."""
+    """Draw toy ``index`` at ``gen_x`` and fit every parameter of the problem inside its bounds from
+    ``x0`` (one start, or several: each fitted, the toy drawn once)."""
     counts, aux = _toy_data(problem, gen_x, index, key, resample, parts)
     pr = dataclasses.replace(problem, data=counts, aux_flat=aux)
-    r = minimize_bounded(objective, x0, (pr, jnp.zeros(0, gen_x.dtype)), pr.lower, pr.upper, max_iter=max_iter,
-                         edm_tol=edm_tol)
-    return r.fun, r.x, r.converged, r.status
+
+    def fit(x):
+        r = minimize_bounded(objective, x, (pr, jnp.zeros(0, gen_x.dtype)), pr.lower, pr.upper, max_iter=max_iter,
+                             edm_tol=edm_tol)
+        return r.fun, r.x, r.converged, r.status
+
+    return _fit_from(fit, x0)
 
 
 def _cond_row(problem, gen_x, x0, test_poi, index, key, *, k, resample, parts, max_iter, edm_tol):
@@ -100,8 +111,12 @@ def _cond_row(problem, gen_x, x0, test_poi, index, key, *, k, resample, parts, m
     if not pr.names:
         fc = pr.objective(jnp.zeros(0, gen_x.dtype), test_poi)
         return fc, jnp.zeros(0, gen_x.dtype), jnp.isfinite(fc), jnp.where(jnp.isfinite(fc), 0, 3)
-    r = minimize_bounded(objective, x0, (pr, test_poi), pr.lower, pr.upper, max_iter=max_iter, edm_tol=edm_tol)
-    return r.fun, r.x, r.converged, r.status
+
+    def fit(x):
+        r = minimize_bounded(objective, x, (pr, test_poi), pr.lower, pr.upper, max_iter=max_iter, edm_tol=edm_tol)
+        return r.fun, r.x, r.converged, r.status
+
+    return _fit_from(fit, x0)
 
 
 #: Passes over a batch (:func:`toy_fits`): (iterations, 1 / fraction of the batch per launch;
@@ -110,8 +125,11 @@ def _cond_row(problem, gen_x, x0, test_poi, index, key, *, k, resample, parts, m
 #: median 5, 99 % quantile 18), so all rows run 10 iterations and the rows still running continue
 #: in launches of 1/8 of the batch. On one H100: 4.0e4 toy fits/s in one pass, 7.1e4 in these two,
 #: 8.0e4 with a third (20 more iterations, then launches of 1/64), which cost 19 s more compilation
-#: and gained nothing on a 10^6-fit belt (docs/benchmarks.md).
-PASSES = ((10, 1), (None, 8))
+#: and gained nothing on a 10^6-fit belt (docs/benchmarks.md). The rows still running after
+#: ``max_iter`` continue in up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more such
+#: launches (the same compiled kernel): a start crawling along a curved valley between branches.
+PASSES = ((10, 1),) + ((None, 8),) * (1 + CONTINUE_PASSES)
+
 
 @functools.lru_cache(maxsize=None)
 def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple):
@@ -134,14 +152,15 @@ def _in_passes(kernels, problem, rows: tuple, x0, key):
     on that row alone, whatever the batch."""
     per_row = rows
     fun, x, conv, status = kernels[0](problem, per_row[0], x0, *per_row[1:], key)
-    sharding = getattr(x0, "sharding", None)
+    sharding = getattr(per_row[0], "sharding", None)  # the rows' placement (run_rows shards them)
     named = isinstance(sharding, jax.sharding.NamedSharding)
     n_dev = len(sharding.device_set) if named else 1
     n_rows = int(np.shape(x0)[0])
     fun, x, conv, status = (np.asarray(a).copy() for a in (fun, x, conv, status))
     host = [np.asarray(a) for a in per_row]
     for kernel, (_, div) in zip(kernels[1:], PASSES[1:]):
-        redo = np.nonzero(status == 1)[0]
+        # a row continues while any of its starts is still running (a converged start stops at once)
+        redo = np.nonzero(np.any(status.reshape(len(status), -1) == 1, axis=1))[0]
         if redo.size == 0:
             break
         size = -(-max(n_rows // div, 1) // n_dev) * n_dev
@@ -159,8 +178,43 @@ def _in_passes(kernels, problem, rows: tuple, x0, key):
     return fun, x, conv
 
 
+def toy_starts(problem: FitProblem, gen_x, k: int, starts) -> tuple:
+    """The multi-start designs of the toys' fits (:func:`~nuejax.inference.starts.start_design`)
+    at each distinct generating point of ``gen_x`` (rows in the order of ``problem.names``): the
+    global fits' (U, S, d), starting at the generating point, and the conditional fits' (U, S_c,
+    d − k) over the nuisances (the first ``k`` parameters fixed), and each row's index into them
+    (n,). ``(None, None, None)`` for one start."""
+    if len(start_design(problem, starts)) == 1:
+        return None, None, None
+    gen_x = np.asarray(gen_x, dtype=float)
+    unique, idx = np.unique(gen_x, axis=0, return_inverse=True)
+    cond = problem.with_names(problem.names[k:], problem.names[:k])
+    glob = [start_design(problem.with_values(dict(zip(problem.names, u))), starts, x0=u) for u in unique]
+    cond_d = [start_design(cond.with_values(dict(zip(problem.names, u))), starts, x0=u[k:]) if cond.names
+              else u[None, k:] for u in unique]
+
+    def pad(ds):  # the same number of starts everywhere: repeat the generating point
+        m = max(len(d) for d in ds)
+        return np.stack([np.concatenate([d, np.repeat(d[:1], m - len(d), axis=0)]) for d in ds])
+
+    return pad(glob), pad(cond_d), np.asarray(idx, dtype=np.int32).ravel()
+
+
+def _best_start(fun, x, conv):
+    """Each row's lowest end point that passes the KKT test among its starts (axis 1), else its
+    lowest finite one (:func:`~nuejax.inference.starts.choose_start`): (fun, x, converged) without
+    the starts axis."""
+    fun, x, conv = np.asarray(fun), np.asarray(x), np.asarray(conv, dtype=bool)
+    if fun.ndim == 1:
+        return fun, x, conv
+    k = choose_start(fun, conv, axis=1)
+    rows = np.arange(len(k))
+    return fun[rows, k], x[rows, k], conv[rows, k]
+
+
 def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_iter: int = 100,
-             edm_tol: float = 1e-8, one_sided: bool = False, parts: int = 1, resample: tuple = ()) -> dict:
+             edm_tol: float = 1e-8, one_sided: bool = False, parts: int = 1, resample: tuple = (),
+             designs=(None, None), design_index=None) -> dict:
     """Fit a batch of toys (module docstring) of ``problem`` (fitted names: the ``k`` parameters of
     interest first, then the nuisances; its data and aux are not read): rows of ``gen_x``
     (n, len(names)) generating points, ``test_poi`` (n, k) the tested values, ``index`` (n,) toy
@@ -168,17 +222,23 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     minimum, ≥ 0: the conditional minimum is a feasible point of the global fit, so the global
     minimum is the lower of the two; with ``one_sided``, 0 where any fitted POI exceeds its tested
     value: q̃ of Cowan et al. 2011, Eq. 16), both minima, the global fit's POI values, the
-    conditional fit's nuisances and the two fits' KKT flags. Fits start at the generating point and
-    run in the passes of :data:`PASSES` (a fit still running after a pass continues from where it
-    stopped in a launch of only such rows; at most 10 + ``max_iter`` iterations in all).
-    ``parts``: see :func:`draw_parts`; ``resample``: :func:`resample_flags`. No checks: callers
-    check once, eagerly."""
+    conditional fit's nuisances and the two fits' KKT flags. Fits start at the generating point, or
+    from every start of the multi-start designs ``designs`` = (global (U, S, d), conditional
+    (U, S_c, d − k)) with ``design_index`` (n,) each row's design (:func:`toy_starts`; each fit
+    keeps its lowest end point that passes the KKT test), and run in the passes of :data:`PASSES`
+    (a fit still running after a pass continues from where it stopped in a launch of only such
+    rows; at most 10 + (1 + CONTINUE_PASSES) ``max_iter`` iterations in all). ``parts``: see :func:`draw_parts`;
+    ``resample``: :func:`resample_flags`. No checks: callers check once, eagerly."""
     caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
     kernels = [compiled_toy_fits(int(k), cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample))
                for cap in caps]
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
-    f_glob, x_glob, conv_g = _in_passes([g for g, _ in kernels], shell, (gen_x, index), gen_x, key)
-    f_cond, nuis_hat, conv_c = _in_passes([c for _, c in kernels], shell, (gen_x, test_poi, index), gen_x[:, k:], key)
+    design_g, design_c = designs
+    x0_g = gen_x if design_g is None else jnp.take(jnp.asarray(design_g), design_index, axis=0)
+    x0_c = gen_x[:, k:] if design_c is None else jnp.take(jnp.asarray(design_c), design_index, axis=0)
+    f_glob, x_glob, conv_g = _best_start(*_in_passes([g for g, _ in kernels], shell, (gen_x, index), x0_g, key))
+    f_cond, nuis_hat, conv_c = _best_start(*_in_passes([c for _, c in kernels], shell, (gen_x, test_poi, index), x0_c,
+                                                       key))
     t = np.maximum(np.asarray(f_cond) - np.minimum(np.asarray(f_glob), np.asarray(f_cond)), 0.0)
     poi_hat = np.asarray(x_glob)[:, :k]
     if one_sided:

@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from ..constants import SW2_LOW_ENERGY
 from ..physics.cross_section import NewPhysics
 from ..physics.general_nsi import GeneralPhysics, hermitian
 from ..physics.oscillation import GAUSS_RULE_SIN2_THETA12, PRODUCTION_NODES, OscillationParams
 from .parameters import ParameterSet
 
 __all__ = ["DM2_UNIT", "FLAVOURS", "PAIRS", "DIAGONAL_NSI_NAMES", "OFF_DIAGONAL_NSI_NAMES", "GENERAL_NSI_NAMES",
-           "MEDIATOR_PARAMETERS", "NONLINEAR_PHYSICS", "OSC_PARAMS", "physics_from_params", "osc_from_params",
-           "general_physics_from_params", "production_nodes"]
+           "MEDIATOR_PARAMETERS", "NEW_PHYSICS_NAMES", "NONLINEAR_PHYSICS", "OSC_PARAMS", "physics_from_params",
+           "osc_from_params", "general_physics_from_params", "physics_symmetries", "production_nodes"]
 
 #: ``dm2_21`` is in units of 1e-5 eV^2.
 DM2_UNIT = 1e-5
@@ -44,6 +45,8 @@ MEDIATOR_PARAMETERS = {"zprime": ("zprime_coupling", "zprime_mass"), "phi": ("ph
 NONLINEAR_PHYSICS = ("zprime_mass", "phi_mass")
 #: the oscillation parameters a fast path bakes in
 OSC_PARAMS = ("sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23")
+#: the new-physics parameters: what a multi-start design spreads its starts over
+NEW_PHYSICS_NAMES = GENERAL_NSI_NAMES + ("mu_nu",) + tuple(n for pair in MEDIATOR_PARAMETERS.values() for n in pair)
 
 
 def physics_from_params(p) -> NewPhysics:
@@ -101,3 +104,36 @@ def production_nodes(parameters: ParameterSet) -> int | None:
     else:
         inside = lo <= OscillationParams().sin2_theta12 <= hi
     return PRODUCTION_NODES if inside else None
+
+
+def physics_symmetries(names) -> tuple:
+    r"""The approximate symmetries of the ν–e cross section in the new-physics parameters among
+    ``names``, each a function of a ``{name: value}`` mapping returning the changed values (the
+    image of a point): where the likelihood has mirror minima, a multi-start design starts at
+    the images of its start (:mod:`nuejax.inference.starts`).
+
+    * a diagonal coupling :math:`\varepsilon^{L,R}_{\alpha\alpha} \to -2 g^\alpha_{L,R} -
+      \varepsilon^{L,R}_{\alpha\alpha}`: the cross section depends on :math:`(g + \varepsilon)^2`
+      and on the product :math:`(g_L + \varepsilon^L)(g_R + \varepsilon^R)` (tree-level
+      couplings, :math:`s_W^2 = 0.23867`; paper Eqs. sm_cross_section, g_tilde), so the sign-flipped
+      coupling is a second branch (Borexino's NSI analysis reports both: Agostini et al.,
+      arXiv:1905.03512);
+    * an off-diagonal entry :math:`\varepsilon_{\alpha\beta} \to -\varepsilon_{\alpha\beta}`
+      (its real and imaginary parts together): it enters the rates through
+      :math:`|\varepsilon_{\alpha\beta}|^2` at leading order (Amaral et al., arXiv:2006.11225).
+    """
+    names = set(names)
+    g_L = {"ee": 0.5 + SW2_LOW_ENERGY, "mumu": -0.5 + SW2_LOW_ENERGY, "tautau": -0.5 + SW2_LOW_ENERGY}
+    out = []
+    for f in FLAVOURS:
+        for c, g in (("L", g_L[f]), ("R", SW2_LOW_ENERGY)):
+            n = f"eps_{f}_{c}"
+            if n in names:
+                out.append(lambda v, n=n, g=g: {n: -2.0 * g - v[n]})
+    for pair in PAIRS:
+        for c in ("L", "R"):
+            parts = [f"eps_{pair}_{c}_{x}" for x in ("re", "im") if f"eps_{pair}_{c}_{x}" in names]
+            if parts:
+                out.append(lambda v, parts=tuple(parts): {n: -v[n] for n in parts})
+    return tuple(out)
+

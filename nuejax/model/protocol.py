@@ -47,6 +47,7 @@ from .checks import check_data, check_params, is_traced
 from .constraints import constraint_total, parameter_terms, sample_aux
 from .likelihood import BinnedPoisson, check_counts, check_expected, poisson_parts
 from .parameters import ParameterSet
+from .physics_params import NEW_PHYSICS_NAMES, physics_symmetries
 
 __all__ = ["AbstractModel", "nll", "negative_log_likelihood", "check_model", "as_pytree"]
 
@@ -126,6 +127,19 @@ class AbstractModel(abc.ABC):
     def constraint_nll(self, params, aux=None):
         """The constraint terms' part of −2 ln L at ``params`` with the measurements ``aux``."""
         return constraint_total(self.constraint_terms(), {**self.baked_values(), **params}, aux)
+
+    # -- what a multi-start design needs (nuejax.inference.starts) ------------------------------
+    def parameters_of_interest(self) -> tuple:
+        """The free parameters over whose box a multi-start design spreads its starts: the free
+        new-physics parameters (:data:`~nuejax.model.physics_params.NEW_PHYSICS_NAMES`). A user
+        model with other parameters of interest overrides it."""
+        return tuple(n for n in self.parameters.free_names if n in NEW_PHYSICS_NAMES)
+
+    def symmetries(self) -> tuple:
+        """Maps ``{name: value} -> {name: new value}`` under which −2 ln L is (nearly) symmetric:
+        where it has mirror minima, a multi-start design starts at the images of its start
+        (:func:`~nuejax.model.physics_params.physics_symmetries`). A user model overrides it."""
+        return physics_symmetries(self.parameters.names)
 
     # -- the likelihood -------------------------------------------------------------------------
     def nll(self, params, data, aux=None):

@@ -1,0 +1,88 @@
+"""Feldman–Cousins coverage where −2 ln L is bimodal, with every toy fitted from the multi-start
+design (issue 26), and how many toys hold a second minimum.
+
+    python benchmarks/accuracy/coverage_bimodal.py [--toys 400] [--inner 400] [--starts 16]
+                                                  [--cases mu_nu,eps_etau] [--json FILE]
+
+Cases (truth, the interval's parameter, the profiled ones):
+
+* ``mu_nu``: the demo's model (default Borexino-like model, n_T = 200, fast path, ε^L_ee and μ_ν
+  free with the nuisances) at μ_ν = 1 × 10⁻¹¹ μ_B, ε^L_ee = 0.05: small μ_ν is also fitted by the
+  other ε^L_ee branch (g_L + ε^L_ee ≈ −g_L), a second minimum of the profile (docs/demo).
+* ``eps_etau``: the general-NSI model of tests/test_global_minima.py (ε^L_ee and Re ε^L_eτ free,
+  9 nuisances) at Re ε^L_eτ = 0.3, ε^L_ee = 0: mirror minima in Re ε^L_eτ and a second ε^L_ee branch.
+
+For each: ``coverage(model, truth, name, toys, inner_toys=inner, starts=S)`` (the profile
+construction: each toy's critical value from ``inner`` toys at the truth with the nuisances fitted
+to that toy) for S = 1 and ``--starts``; and ``batch_fit`` of ``toys`` toys at the truth with the
+design, counting toys where a second distinct minimum was found (``second_minimum_gap`` finite)
+and where it lies within 2.706. Prints one JSON object per result.
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common, workload
+import common  # noqa: E402,F401  (puts the repository root on sys.path too)
+
+import nuejax  # noqa: E402
+
+nuejax.enable_x64()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def models(cases):
+    from nuejax.model import borexino_like_model, fast_model
+
+    out = {}
+    if "mu_nu" in cases:
+        base = borexino_like_model(n_T=200)
+        m = fast_model(base.with_parameters(base.parameters.release("eps_ee_L", "mu_nu")))
+        out["mu_nu"] = (m, dict(mu_nu=1.0, eps_ee_L=0.05), "mu_nu")
+    if "eps_etau" in cases:
+        base = borexino_like_model(n_T=60, window=(150, 900), signals=("pp", "pep", "7Be_862", "7Be_384", "13N"),
+                                   backgrounds=("210Bi", "85Kr", "210Po", "11C", "ext_208Tl"), nsi=("eps_etau_L_re",))
+        m = fast_model(base.with_parameters(base.parameters.release("eps_ee_L", "eps_etau_L_re")))
+        out["eps_etau"] = (m, dict(eps_etau_L_re=0.3), "eps_etau_L_re")
+    return out
+
+
+def main():
+    ap = common.parser(__doc__)
+    ap.add_argument("--toys", type=int, default=400)
+    ap.add_argument("--inner", type=int, default=400)
+    ap.add_argument("--starts", type=int, default=16)
+    ap.add_argument("--cases", default="mu_nu,eps_etau")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+
+    from nuejax.inference import batch_fit, coverage
+
+    results = {"device": jax.devices()[0].device_kind if hasattr(jax.devices()[0], "device_kind") else "cpu",
+               "jax": jax.__version__, "date": time.strftime("%Y-%m-%d"), "toys": a.toys, "inner": a.inner}
+    for case, (m, truth, name) in models(a.cases.split(",")).items():
+        p = m.parameters.values(truth)
+        keys = jax.random.split(jax.random.PRNGKey(7), a.toys)
+        counts, aux = jax.vmap(lambda k: m.draw_toy(k, p))(keys)
+        t = time.perf_counter()
+        b = batch_fit(m, np.asarray(counts), aux=aux, starts=a.starts)
+        gap = np.asarray(b.second_minimum_gap)
+        row = {"case": case, "truth": truth, "batch_fit_s": time.perf_counter() - t,
+               "converged": int(np.sum(b.converged)), "second_minimum": int(np.sum(np.isfinite(gap))),
+               "second_within_2.706": int(np.sum(gap < 2.706))}
+        for s in (1, a.starts):
+            t = time.perf_counter()
+            c = coverage(m, truth, name, a.toys, key=3, inner_toys=a.inner, starts=s)
+            row[f"starts_{s}"] = {"fraction": c.fraction, "error": c.error, "n_valid": c.n_valid,
+                                  "n_covered": c.n_covered, "seconds": time.perf_counter() - t}
+        print(json.dumps(row), flush=True)
+        results[case] = row
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
