@@ -337,6 +337,7 @@ _RACE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_two_processes_building_the_same_entry_at_once(cache_folder, tmp_path, counted):
     script = tmp_path / "race.py"
     script.write_text(_RACE)

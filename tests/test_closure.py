@@ -9,6 +9,7 @@ from nuejax.cli import main
 from nuejax.validation.closure import CLOSURE_POINTS, closure_case, run_closure
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["nsi", "mm"])
 def test_closure_targets_at_2000_bins(case):
     x, direct, rw, rw_sm, direct_sm = closure_case(2000, CLOSURE_POINTS[case])

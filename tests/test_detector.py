@@ -106,6 +106,7 @@ def test_gaussian_fold_refuses_mismatched_shapes():
         gaussian_fold(jnp.ones(3), jnp.ones(2), jnp.ones(2), jnp.arange(4.0))
 
 
+@pytest.mark.slow
 def test_response_differentiable_in_all_parameters():
     src = build_source("7Be_862")
     t_edges = uniform_recoil_edges(0.6643, 50)

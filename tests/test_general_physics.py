@@ -58,6 +58,7 @@ def test_density_matrix_cross_section_equals_amplitude_calculation():
             np.testing.assert_allclose(np.asarray(mine), theirs, rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow
 def test_diagonal_couplings_give_the_flavour_diagonal_result():
     phys = NewPhysics(eps_L=(0.1, -0.2, 0.3), eps_R=(0.05, 0.1, -0.2), mu_nu=2.0)
     rho = np.diag([0.5, 0.3, 0.2]).astype(complex)
@@ -74,6 +75,7 @@ def test_diagonal_couplings_give_the_flavour_diagonal_result():
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_rates_of_the_general_route_agree_with_the_total_cross_section_route():
     phys = NewPhysics(eps_L=(0.1, 0.0, 0.0), mu_nu=2.0)
     for name, tol in (("7Be", 1e-8), ("8B", 1e-5)):
@@ -173,6 +175,7 @@ def test_earth_crossing_against_numerical_evolution(key):
     assert np.trace(night).real == pytest.approx(1.0, abs=1e-13)
 
 
+@pytest.mark.slow
 def test_day_night_asymmetries_against_published_values():
     be7 = earth_exposure("borexino")
     assert float(be7.night_fraction) == pytest.approx(0.5, abs=1e-3)
@@ -248,6 +251,7 @@ def test_nll_gradient_in_complex_couplings_matches_finite_differences(models):
         assert float(g[n]) == pytest.approx(fd, rel=1e-5, abs=1e-6), n
 
 
+@pytest.mark.slow
 def test_propagation_and_day_night_models():
     from nuejax.model import borexino_like_model, expected, expected_direct, fast_model, nll
 
@@ -301,6 +305,7 @@ def test_bad_general_options_are_named():
     assert np.asarray(hermitian([1.0, 2.0, 3.0], [0.1, 0.2, 0.3], [0.4, 0.5, 0.6]))[1, 0] == pytest.approx(0.1 - 0.4j)
 
 
+@pytest.mark.slow
 def test_rates_command_takes_the_general_parameters(capsys):
     from nuejax.cli import main
     from nuejax.physics import event_rate_general
@@ -314,6 +319,7 @@ def test_rates_command_takes_the_general_parameters(capsys):
     assert "threshold" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_general_nsi_model_with_a_floating_response(models):
     """A combination the model classes could not make: general NSI and mediators in the signals,
     a floating analytic response as the fold, on the general path and on the fast path. At a

@@ -46,6 +46,7 @@ def _autodiff_vgh(problem, x):
     return v, g, jax.hessian(f)(x)
 
 
+@pytest.mark.slow
 def test_structured_hessian_equals_autodiff(models):
     """value_grad_hessian's Poisson-structure Hessian (linear norms and rates) against jax.hessian of
     -2 ln L on the general path, at a non-SM point, on data with empty bins."""
@@ -120,6 +121,7 @@ def test_minuit_fit_recovers_asimov_truth_with_autodiff_errors(models):
     assert np.allclose(np.diag(r.correlation), 1.0)
 
 
+@pytest.mark.slow
 def test_fit_launches_the_solver_only_where_it_would_not_stop_at_once(models):
     """Where MIGRAD's end point passes the KKT test (run on the host's copies) and no coordinate is
     next to a bound, fit does not launch the bound-constrained solver. Launched there anyway, the
@@ -162,6 +164,7 @@ def test_newton_agrees_with_minuit(models):
         assert rn.errors[n] == pytest.approx(rm.errors[n], rel=1e-3)
 
 
+@pytest.mark.slow
 def test_batched_newton_fits_of_toys_in_one_launch(models):
     _, fm, _ = models
     names = fm.parameters.free_names
@@ -175,7 +178,7 @@ def test_batched_newton_fits_of_toys_in_one_launch(models):
 
     batch = jax.jit(jax.vmap(one))(toys)
     assert bool(jnp.all(batch.converged))
-    single = newton_fit(fm, toys[2], base)
+    single = newton_fit(fm, toys[2], base, starts=1)  # the same single start as the batch
     np.testing.assert_allclose(np.asarray(batch.x[2]), [single.values[n] for n in names], rtol=1e-6, atol=1e-8)
 
 
@@ -197,6 +200,7 @@ def test_profile_scan_matches_minuit_profiles_and_interval(models):
     assert (hi - lo) / 2 == pytest.approx(1.645 * g.errors["eps_ee_L"], rel=0.05)
 
 
+@pytest.mark.slow
 def test_profile_scan_2d(models):
     _, fm, data = models
     s = profile_scan_2d(fm, data, ("eps_ee_L", "mu_nu"), np.linspace(0.0, 0.1, 5), np.linspace(1.0, 5.0, 5))
@@ -271,6 +275,7 @@ def test_cost_writing_results_to_pinned_host_memory_equals_the_default(models, m
     np.testing.assert_allclose(c.hessian(x), ref.hessian(x), rtol=1e-12, atol=0)
 
 
+@pytest.mark.slow
 def test_second_cost_and_scan_reuse_the_compiled_code(models):
     """A new NLLCost (each fit makes one) or a second scan of the same shape must not recompile:
     the jitted functions take the model as an argument and are cached at module level."""

@@ -112,6 +112,7 @@ def test_non_integer_counts_warn_once_and_integer_counts_do_not(data):
         check_data(data, data.size)
 
 
+@pytest.mark.slow
 def test_all_zero_data_is_legitimate_and_gives_finite_results(fm):
     zero = np.zeros(fm.n_obs)
     r = fit(fm, zero, one_sided=False)

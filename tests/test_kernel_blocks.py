@@ -65,6 +65,7 @@ def test_blocks_keep_nan_entries_and_reject_bad_input():
         KernelBlocks.from_kernels([np.ones((3, 4))], rows=0)
 
 
+@pytest.mark.slow
 def test_fold_by_blocks_equals_the_dense_fold_of_a_model(small_model):
     """Value, gradient and a forward-mode derivative of -2 ln L folded by blocks (the CPU route of
     large kernels) equal those of the dense product (small kernels, and every model on a GPU)."""

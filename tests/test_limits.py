@@ -103,6 +103,7 @@ def mu_model():
     return CountingModel.create(np.full(10, 100.0), np.linspace(1.0, 10.0, 10), poi="mu_nu", power=2, sigma_b=0.05)
 
 
+@pytest.mark.slow
 def test_coverage_at_the_boundary(mu_model):
     c = coverage(mu_model, {"mu_nu": 0.0}, "mu_nu", 1500, key=4)
     print(c)
@@ -112,6 +113,7 @@ def test_coverage_at_the_boundary(mu_model):
     assert back.fraction == c.fraction
 
 
+@pytest.mark.slow
 def test_coverage_away_from_zero(mu_model):
     c = coverage(mu_model, {"mu_nu": 1.5}, "mu_nu", 1500, key=5)
     print(c)
@@ -222,6 +224,7 @@ def _chunks(folder):
     return sorted((folder / "chunks").glob("chunk_*.npz"))
 
 
+@pytest.mark.slow
 def test_four_devices_and_two_processes_merge(reference_run, tmp_path):
     """Two processes, one on 4 (forced host) devices and one on 1, each take half the chunks;
     every chunk of the 4-device process equals the 1-device reference's, and the merged run is
@@ -248,6 +251,7 @@ def test_four_devices_and_two_processes_merge(reference_run, tmp_path):
     np.testing.assert_allclose(np.asarray(r.regions), np.asarray(ref.regions), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_shards_share_one_folder(reference_run, tmp_path):
     ref, _ = reference_run
     out = tmp_path / "shared"
@@ -256,6 +260,7 @@ def test_shards_share_one_folder(reference_run, tmp_path):
     np.testing.assert_array_equal(r.t_crit, ref.t_crit)
 
 
+@pytest.mark.slow
 def test_resume_after_kill_gives_the_uninterrupted_result(reference_run, tmp_path):
     ref, _ = reference_run
     out = tmp_path / "run"

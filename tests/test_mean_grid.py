@@ -75,6 +75,7 @@ def test_closed_form_width_jacobian_equals_autodiff():
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11 * float(jnp.max(jnp.abs(want))))
 
 
+@pytest.mark.slow
 def test_grid_sums_rule_equals_autodiff():
     """The custom derivative of the grid sums equals plain autodiff of the same sums; its second
     order equals finite differences of the first."""
@@ -98,6 +99,7 @@ def test_grid_sums_rule_equals_autodiff():
     np.testing.assert_allclose(Ha, Hb, rtol=1e-5, atol=1e-7 * float(np.max(np.abs(Hb))))
 
 
+@pytest.mark.slow
 def test_grid_fold_gradient_matches_exact_fold(nodes):
     """The gradient of a weighted sum of the fold in the node weights, node means and both variance
     terms: the grid fold's equals the exact fold's (to 1e-6 of its largest component)."""
@@ -160,6 +162,7 @@ POINTS = [{}, pytest.param(dict(light_yield=540.0, kB=0.012, var_const=20.0, var
           pytest.param(dict(light_yield=640.0, kB=0.0051, var_const=900.0, var_rel=0.19), marks=pytest.mark.slow)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", POINTS)
 def test_floating_model_grid_equals_exact(floating_pair, point):
     """Expected spectra to 1e-7, -2 ln L to 1e-4 and its gradient to 1e-5 between the two folds

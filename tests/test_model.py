@@ -38,6 +38,7 @@ def test_normalisation_against_independent_rate(wide):
         assert float(mu.sum()) == pytest.approx(wide.stage(Exposure).exposure * rate, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_precomputed_general_path_equals_direct_computation(model):
     from nuejax.model import expected_direct
 
@@ -54,6 +55,7 @@ def test_asimov_gradient_vanishes_at_truth(model):
             assert abs(float(g[name])) < 1e-6 * max(1.0, float(jnp.abs(jnp.asarray(truth[name])))), name
 
 
+@pytest.mark.slow
 def test_gradient_and_hessian_match_finite_differences(model):
     names = ("eps_ee_L", "mu_nu", "sin2_theta12", "norm_pp", "rate_210Bi")
     base = model.parameters.values(eps_ee_L=0.02, mu_nu=1.0)
@@ -144,6 +146,7 @@ def test_default_model_builds_and_has_the_paper_components(full_model):
     assert 1e5 < mu.sum() < 1e7
 
 
+@pytest.mark.slow
 def test_stacked_general_path_gradient_equals_plain_autodiff_of_direct_route(model):
     """The model's path (spectra stacked by shape and vmapped, closed-form P_ee derivatives, one
     fold over all kernels) gives the value, gradient and a forward-mode derivative of the

@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 import nbformat
 from nbclient import NotebookClient
 
@@ -15,6 +17,7 @@ def _images(cell) -> int:
     return sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
 
 
+@pytest.mark.slow
 def test_walkthrough_notebook_runs_and_shows_every_figure(tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()

@@ -109,6 +109,7 @@ def test_custom_jvp_of_production_average_equals_plain_autodiff():
 
 @pytest.mark.parametrize("component", ["pp", "8B", "hep"] + [pytest.param(c, marks=pytest.mark.slow)
                                                               for c in ("7Be", "13N", "15O", "17F", "pep")])
+@pytest.mark.slow
 def test_production_quadrature_equals_the_zone_sum(component):
     """The Gauss rule of the production distribution (40 nodes, what the flavour-diagonal model
     uses) reproduces the average over every zone of the B16 table: P_ee and its derivatives in
@@ -164,6 +165,7 @@ def test_production_quadrature_is_a_gauss_rule_and_checks_its_input():
         production_quadrature(np.array([1.0, 1.0, 2.0, 3.0]), np.full(4, 0.25), 4)
 
 
+@pytest.mark.slow
 def test_models_keep_every_zone_outside_the_verified_mixing_range(small_model):
     """A model whose sin2_theta12 bounds leave the range where the 40-node rule is verified
     averages over every zone (and equals the direct route there); back inside, the rule again."""

@@ -66,6 +66,7 @@ def test_floating_response_with_templates_and_a_peak_on_the_fast_path():
         assert float(g[name]) == pytest.approx(fd, rel=1e-5, abs=1e-6), name
 
 
+@pytest.mark.slow
 def test_the_combined_model_recovers_an_injected_point():
     _, m, _ = _combined()
     truth = m.parameters.values(light_yield=515.0, rate_shape=8.0, rate_peak=2.5)
@@ -102,6 +103,7 @@ class Background(AbstractModel):
         return p["norm_b"] * self.b + p["mu"] * self.s
 
 
+@pytest.mark.slow
 def test_toy_pulls_of_a_constrained_nuisance_have_unit_width():
     """The pull (fitted norm_b − truth) / fitted error over toys: mean 0 and width 1 when the toys
     redraw the constraint's measurement with the counts (Cowan et al., EPJC 71 (2011) 1554, Sec. 2).

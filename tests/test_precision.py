@@ -20,6 +20,7 @@ def test_import_does_not_enable_x64():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_float64_without_x64_fails_loudly_and_float32_is_measured():
     out = _run("""
         import jax.numpy as jnp

@@ -127,6 +127,7 @@ def test_vmap_over_parameter_points_equals_single_calls():
         np.testing.assert_allclose(out[i], np.asarray(single), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_gradients_of_spectrum_and_rate_match_finite_differences():
     src = build_source("pp", n_E=400)
     edges = uniform_recoil_edges(0.25, 20)

@@ -277,6 +277,7 @@ def test_nll_gradient_against_finite_differences():
 EDM_TOL = 1e-12
 
 
+@pytest.mark.slow
 def test_newton_fit_asimov_returns_truth():
     m = _model()
     asimov = m.expected(_params())
