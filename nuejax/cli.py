@@ -258,7 +258,10 @@ def _cmd_borexino(args) -> int:
     print(f"mu_nu < {ul:.3g} mu_B (90% CL)" if ul is not None else "mu_nu: no upper limit inside the scanned range")
     for name in ("eps_ee_L", "eps_ee_R"):
         regions = " U ".join(_fmt(r) for r in summary[f"{name}_regions_90"])
-        print(f"{name} 90% CL: {regions} (each with the other free; SSM-constrained rates)")
+        print(f"{name} 90% CL: {regions} (each with the other free; SSM-constrained rates); "
+              f"best fit in {_fmt(summary[f'{name}_interval_90'])}")
+        branches = ", ".join(f"{b['value']:.3g} (Δχ² {b['delta_chi2']:.2f})" for b in summary[f"{name}_branches"])
+        print(f"    profile minima (branches): {branches}")
     print(f"wrote {args.out}/summary.json" + ("" if args.no_plots else ", spectrum.png, cno_profile.png, "
                                                                       "profile_*.png, eps_ee_L_R.png"))
     print(f"total {summary['seconds']:.1f} s")

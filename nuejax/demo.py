@@ -62,12 +62,15 @@ def _build_model(n_T: int, say):
 
 
 def _interval_summary(scans: dict) -> dict:
-    """90 % CL intervals (two-sided) of every scan, their conventions, and the one-sided upper
-    limit on mu_nu (bounded at zero)."""
+    """90 % CL intervals (two-sided: the region around the best fit, and every region) of every
+    scan, their conventions, the profile's local minima (branches), and the one-sided upper limit
+    on mu_nu (bounded at zero)."""
     out = {}
     for name, s in scans.items():
         iv = s.interval(0.9)
         out[f"{name}_interval_90"] = list(iv)
+        out[f"{name}_regions_90"] = [list(r) for r in iv.regions]
+        out[f"{name}_branches"] = s.branches()
         if hasattr(iv, "convention"):
             out[f"{name}_interval_convention"] = iv.convention
     mu = scans.get("mu_nu")

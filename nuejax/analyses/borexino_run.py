@@ -42,10 +42,14 @@ def _release(model, *names):
 
 
 def _interval(scan, cl=0.9):
-    """The interval around the minimum and every region below the threshold (two when the
-    sign-flip degeneracy g + ε -> -g of the coupling also fits)."""
+    """The region that contains the best fit, every region below the threshold (two when the
+    sign-flip degeneracy g + ε -> -g of the coupling also fits), the index of the first among
+    them, and the profile's branches (its local minima)."""
     iv = scan.interval(cl)
-    return {"interval": [iv.lower, iv.upper], "regions": scan.regions(cl), "convention": iv.convention}
+    regions = [list(r) for r in iv.regions]
+    return {"interval": [iv.lower, iv.upper], "regions": regions, "convention": iv.convention,
+            "best_region": regions.index([iv.lower, iv.upper]) if [iv.lower, iv.upper] in regions else None,
+            "branches": scan.branches()}
 
 
 def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int = 50, plots: bool = True,
@@ -119,6 +123,10 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
         "eps_ee_R_interval_90": iR["interval"],
         "eps_ee_L_regions_90": iL["regions"],
         "eps_ee_R_regions_90": iR["regions"],
+        "eps_ee_L_best_region_90": iL["best_region"],
+        "eps_ee_R_best_region_90": iR["best_region"],
+        "eps_ee_L_branches": iL["branches"],
+        "eps_ee_R_branches": iR["branches"],
         "eps_best": {"eps_ee_L": float(fit_eps.params["eps_ee_L"]), "eps_ee_R": float(fit_eps.params["eps_ee_R"])},
         "mu_nu_best": float(fit_mu.params["mu_nu"]),
         "ssm_rates": sm_rates_used,
