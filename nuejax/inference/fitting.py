@@ -26,8 +26,7 @@ from .newton import scale as newton_scale
 from .problem import FitProblem
 from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, MINIMUM_FTOL, MINIMUM_XTOL, choose_start, distinct_minima,
-                     standard_deviations, start_design,
-                     warn_second_minimum)
+                     standard_deviations, start_design, warn_second_minimum)
 
 __all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_point_report", "launch_size",
            "make_fit_result", "multistart", "newton_fit", "objective", "one_sided_errors", "profile_starts",
@@ -193,6 +192,13 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
     return jax.jit(one)
 
 
+def _batch_step(problem, n_starts: int, chunk) -> int:
+    """Data sets per launch of :func:`solve_batch` (every start counts as a row of :func:`launch_size`)."""
+    n = problem.data.shape[0]
+    return max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts, len(problem.names))
+               // n_starts)
+
+
 def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
     """Fit every data set of a batch problem (data (n, n_obs), aux batched or nominal) from the
     starts ``x0`` (n, d), or (n, S, d) for S starts each, in launches of ``chunk`` rows
@@ -205,9 +211,7 @@ def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
     solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data", multi)
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     fixed = jnp.zeros(0, dtype=problem.values.dtype)
-    n_starts = int(np.shape(x0)[1]) if multi else 1
-    step = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts, len(problem.names))
-               // n_starts)
+    step = _batch_step(problem, int(np.shape(x0)[1]) if multi else 1, chunk)
     outs = []
     for a in range(0, n, step):
         aux = problem.aux_flat[a:a + step] if batched else problem.aux_flat
@@ -221,9 +225,7 @@ def continue_batch(problem, res, *, max_iter: int, edm_tol: float, chunk=None):
     data sets that hold one (padded to the first launch's shapes, so nothing recompiles)."""
     n = problem.data.shape[0]
     multi = np.ndim(res.x) == 3
-    n_starts = res.x.shape[1] if multi else 1
-    step = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts, len(problem.names))
-               // n_starts)
+    step = _batch_step(problem, res.x.shape[1] if multi else 1, chunk)
     for _ in range(CONTINUE_PASSES):
         redo = np.asarray(res.status) == 1
         rows = np.nonzero(redo.reshape(n, -1).any(axis=1))[0]
