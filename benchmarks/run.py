@@ -1,4 +1,4 @@
-"""Benchmark harness: time the "paper" workload (MISSION.md section 4) on CPU or GPU.
+"""Benchmark harness: time the "paper" workload (the benchmark of Sun, Ding, Sun and Zhou) on CPU or GPU.
 
   python benchmarks/run.py --quick --json        # reduced dimensions, < 1 min on 2 CPU cores
   python benchmarks/run.py --json --out r.json   # the paper workload (float64)

@@ -2,8 +2,8 @@
 
 Values: CODATA 2018 / PDG 2024 (G_F, m_e, alpha, hbar*c, N_A); low-energy weak mixing angle
 from J. Erler and M. J. Ramsey-Musolf, Phys. Rev. D 72, 073003 (2005); the MS-bar value at M_Z
-and rho used with the Bahcall-Kamionkowski-Sirlin radiative corrections from BKS,
-Phys. Rev. D 51, 6146 (1995) and MISSION.md section 2.
+and rho used with the Bahcall-Kamionkowski-Sirlin radiative corrections from J. N. Bahcall,
+M. Kamionkowski and A. Sirlin, Phys. Rev. D 51, 6146 (1995), astro-ph/9502003.
 """
 
 import math
@@ -29,14 +29,15 @@ PI_RE2_CM2 = math.pi * ALPHA**2 / M_E**2 * HBARC2_MEV2_CM2
 #: low-energy (Q ~ 0) MS-bar sin^2 theta_W, Erler & Ramsey-Musolf (2005), used at tree level.
 SW2_LOW_ENERGY = 0.23867
 
-#: BKS electroweak parameters (MISSION.md section 2).
+#: BKS electroweak parameters (Bahcall, Kamionkowski & Sirlin, Phys. Rev. D 51, 6146 (1995)).
 BKS_RHO = 1.0126
 BKS_SW2_MZ = 0.23129
 
 #: sqrt(2) G_F N_A (hbar c)^3 in eV: matter potential V_CC per (electron density in mol/cm^3).
 V_CC_EV_PER_MOL_CM3 = math.sqrt(2.0) * G_F * 1e-12 * N_A * (HBARC_MEV_CM * 1e6) ** 3
 
-#: electrons per 100 t of pseudocumene-based scintillator (Borexino-like), MISSION.md section 2.
+#: electrons per 100 t of pseudocumene-based scintillator (Borexino-like); the value Newtrinos.jl
+#: (borexino_ph3.jl) uses with the Borexino Phase-III open data.
 N_E_PER_100T = 3.307e31
 
 FLAVOURS = ("e", "mu", "tau")

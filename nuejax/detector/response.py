@@ -1,6 +1,6 @@
 r"""Analytic Borexino-like liquid-scintillator response :math:`P(N_p \mid T)`.
 
-The chain (paper Sec. II.D and Sec. VI.A; MISSION.md sec. 2):
+The chain (paper Sec. II.D and Sec. VI.A):
 
 1. **Stopping power** of electrons in the scintillator, the Bethe formula for electrons
    (Rohrlich & Carlson, Phys. Rev. 93, 38 (1954); ICRU Report 37 (1984), Eq. 2.2), without the

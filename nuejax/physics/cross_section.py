@@ -177,7 +177,8 @@ def _bks_loop_function(T):
 def bks_couplings(T, rho=BKS_RHO, sw2_mz=BKS_SW2_MZ):
     r"""Energy-dependent BKS couplings, converted to the tree-level sign convention.
 
-    BKS Eqs. (A1)-(A2) (MISSION.md sec. 2): :math:`g_L^{\nu_e} = \rho(\tfrac12 - \kappa_e\hat s^2) - 1`,
+    BKS Eqs. (A1)-(A2) (Bahcall, Kamionkowski & Sirlin, Phys. Rev. D 51, 6146 (1995)):
+    :math:`g_L^{\nu_e} = \rho(\tfrac12 - \kappa_e\hat s^2) - 1`,
     :math:`g_L^{\nu_{\mu,\tau}} = \rho(\tfrac12 - \kappa_\mu \hat s^2)`,
     :math:`g_R = -\rho\kappa\hat s^2`, with :math:`\kappa_e = 0.9791 + 0.0097 I(T)`,
     :math:`\kappa_\mu = 0.9970 - 0.00037 I(T)`, :math:`\rho = 1.0126`, :math:`\hat s^2 = 0.23129`.

@@ -21,7 +21,7 @@ scatters into :math:`\nu_\alpha` with amplitude :math:`\propto (G_P)_{\alpha\bet
 
 (P. Coloma, M. C. Gonzalez-Garcia, M. Maltoni, J. P. Pinheiro, S. Urrea, JHEP 07 (2022) 138,
 arXiv:2204.03011, Eq. 2.9; D. W. P. Amaral, D. G. Cerdeño, A. Cheek, P. Foldenauer,
-arXiv:2302.12846, Sec. 2; MISSION.md sec. 2), with the flavour-independent kinematic factors
+arXiv:2302.12846, Sec. 2), with the flavour-independent kinematic factors
 :math:`K_{A,B,C}(T, E)` and couplings :math:`g_{L,R}^\alpha(T)` of
 :func:`~nuejax.physics.cross_section.weak_kinematics` (tree level or BKS: the radiative
 corrections multiply the SM-and-NSI bilinears exactly as in

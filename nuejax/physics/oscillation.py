@@ -2,7 +2,7 @@ r"""Solar-neutrino flavour probabilities: adiabatic MSW-LMA averaged over the pr
 
 A :math:`\nu_e` produced at radius :math:`r` leaves the Sun adiabatically as an incoherent mixture
 of mass eigenstates with weights (three-flavour, one-mass-scale dominance; e.g. Gonzalez-Garcia &
-Nir, Rev. Mod. Phys. 75, 345 (2003); MISSION.md sec. 2)
+Nir, Rev. Mod. Phys. 75, 345 (2003))
 
 .. math::
     P_1 = c_{13}^2\,\tfrac12(1 + \cos 2\theta_{12}^m),\quad

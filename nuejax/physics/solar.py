@@ -1,6 +1,6 @@
 r"""Solar-neutrino components: fluxes, spectral shapes and production profiles.
 
-Components (paper Sec. III.A; MISSION.md sec. 2): pp, pep (line), hep, ⁷Be (two lines), ⁸B, and
+Components (paper Sec. III.A): pp, pep (line), hep, ⁷Be (two lines), ⁸B, and
 the CNO neutrinos ¹³N, ¹⁵O, ¹⁷F. Total fluxes and their fractional uncertainties are those of the
 B16 standard solar models, GS98 and AGSS09met compositions (N. Vinyoles et al., ApJ 835, 202
 (2017), arXiv:1611.09867). Spectral shapes are the tables shipped in ``nuejax/data/solar``
@@ -184,7 +184,7 @@ def fermi_function_positron(Z: int, W, A: int):
 
 
 def allowed_beta_plus_shape(E, Q: float, Z_daughter: int, A: int):
-    r"""Allowed :math:`\beta^+` neutrino spectrum, unit-normalised on the given grid (MISSION.md sec. 2).
+    r"""Allowed :math:`\beta^+` neutrino spectrum, unit-normalised on the given grid.
 
     :math:`dN/dE_\nu \propto E_\nu^2\, W p\, F(Z_d, W)` with the positron total energy
     :math:`W = Q - E_\nu + m_e` and momentum :math:`p = \sqrt{W^2 - m_e^2}`; zero for
