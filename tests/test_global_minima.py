@@ -196,3 +196,36 @@ def test_profiles_are_the_lower_envelope(nsi, reference):
             obj2.bind(data, a, fixed=dict(eps_ee_L=x, eps_etau_L_re=y))
             f_ref = brute_force(obj2, x0, [], n_starts=4, seed=ix * 10 + iy)[0]
             assert f2[ix, iy] == pytest.approx(f_ref, abs=1e-3), (x, y, f2[ix, iy], f_ref)
+
+
+@pytest.mark.slow
+def test_toy_fits_from_the_asimov_design_find_the_global_minimum(nsi):
+    """The toys of a Neyman construction start from u, its symmetry images and the minima of an
+    Asimov fit at u (toys.toy_starts), not from the full design: on toys at the truth their global
+    fits equal the default batch_fit's (which test_default_fits_find_the_brute_force_minimum_on_toys
+    checks against brute force), and a single start does not."""
+    from nuejax.inference.construction import key_data
+    from nuejax.inference.problem import FitProblem
+    from nuejax.inference.toys import draw_parts, resample_flags, toy, toy_fits, toy_starts
+
+    truth = nsi.parameters.values(**TRUTH)
+    poi = ("eps_ee_L", "eps_etau_L_re")
+    names = poi + tuple(n for n in nsi.parameters.free_names if n not in poi)
+    pr = FitProblem.create(nsi, np.asarray(nsi.expected(truth)), names=names)
+    n = 40
+    gen_x = np.repeat(np.array([[float(truth[k]) for k in names]]), n, axis=0)
+    design_g, design_c, idx = toy_starts(pr, gen_x, 2, DEFAULT_STARTS)
+    assert design_g is not None and 4 <= design_g.shape[1] <= DEFAULT_STARTS, design_g.shape
+    # the four images of u under Re ε_eτ → −Re ε_eτ and ε^L_ee → −2 g_L − ε^L_ee are in it
+    assert len(np.unique(np.round(design_g[0][:, :2], 6), axis=0)) >= 4
+    key, resample, parts = jax.random.PRNGKey(5), resample_flags(nsi, names), draw_parts(pr, gen_x)
+    run = toy_fits(pr, jax.numpy.asarray(key_data(key)), gen_x, gen_x[:, :2], np.arange(n, dtype=np.uint32), k=2,
+                   parts=parts, resample=resample, designs=(design_g, design_c), design_index=idx)
+    drawn = [toy(nsi, truth, key, i, resample=resample, parts=parts) for i in range(n)]
+    counts = np.stack([np.asarray(c) for c, _ in drawn])
+    aux = jax.tree_util.tree_map(lambda *v: np.stack(v), *[a for _, a in drawn])
+    ref = batch_fit(nsi, counts, aux=aux, names=names)
+    one = batch_fit(nsi, counts, aux=aux, names=names, starts=1)
+    assert np.sum(one.fval > ref.fval + 1e-3) >= n // 5  # the toys are multimodal
+    assert np.all(run["conv_global"]) and np.all(ref.converged)
+    np.testing.assert_allclose(run["f_global"], ref.fval, atol=1e-3)

@@ -1,8 +1,8 @@
 """Feldman–Cousins coverage where −2 ln L is bimodal, with every toy fitted from the multi-start
 design (issue 26), and how many toys hold a second minimum.
 
-    python benchmarks/accuracy/coverage_bimodal.py [--toys 400] [--inner 400] [--starts 16]
-                                                  [--cases mu_nu,eps_etau] [--json FILE]
+    python benchmarks/accuracy/coverage_bimodal.py [--toys 400] [--inner 400[,0]] [--starts 16]
+                                                  [--no-one] [--cases mu_nu,eps_etau] [--json FILE]
 
 Cases (truth, the interval's parameter, the profiled ones):
 
@@ -53,7 +53,9 @@ def models(cases):
 def main():
     ap = common.parser(__doc__)
     ap.add_argument("--toys", type=int, default=400)
-    ap.add_argument("--inner", type=int, default=400)
+    ap.add_argument("--inner", default="400", help="inner toys per coverage toy; a comma list runs each "
+                    "(0: the exact construction, one critical value at the true nuisances)")
+    ap.add_argument("--no-one", action="store_true", help="skip the single-start runs")
     ap.add_argument("--starts", type=int, default=16)
     ap.add_argument("--cases", default="mu_nu,eps_etau")
     ap.add_argument("--json", default=None)
@@ -63,6 +65,7 @@ def main():
 
     results = {"device": jax.devices()[0].device_kind if hasattr(jax.devices()[0], "device_kind") else "cpu",
                "jax": jax.__version__, "date": time.strftime("%Y-%m-%d"), "toys": a.toys, "inner": a.inner}
+    inners = [int(v) for v in str(a.inner).split(",")]
     for case, (m, truth, name) in models(a.cases.split(",")).items():
         p = m.parameters.values(truth)
         keys = jax.random.split(jax.random.PRNGKey(7), a.toys)
@@ -73,11 +76,15 @@ def main():
         row = {"case": case, "truth": truth, "batch_fit_s": time.perf_counter() - t,
                "converged": int(np.sum(b.converged)), "second_minimum": int(np.sum(np.isfinite(gap))),
                "second_within_2.706": int(np.sum(gap < 2.706))}
-        for s in (1, a.starts):
-            t = time.perf_counter()
-            c = coverage(m, truth, name, a.toys, key=3, inner_toys=a.inner, starts=s)
-            row[f"starts_{s}"] = {"fraction": c.fraction, "error": c.error, "n_valid": c.n_valid,
-                                  "n_covered": c.n_covered, "seconds": time.perf_counter() - t}
+        for inner in inners:
+            for s in ((a.starts,) if a.no_one else (1, a.starts)):
+                t = time.perf_counter()
+                c = coverage(m, truth, name, a.toys, key=3, inner_toys=inner, starts=s)
+                label = f"starts_{s}" if len(inners) == 1 else f"starts_{s}_inner_{inner}"
+                row[label] = {"fraction": c.fraction, "error": c.error, "n_valid": c.n_valid,
+                              "n_covered": c.n_covered, "t_crit_median": float(np.median(c.t_crit)),
+                              "seconds": time.perf_counter() - t}
+                print(json.dumps({label: row[label]}), flush=True)
         print(json.dumps(row), flush=True)
         results[case] = row
     if a.json:

@@ -21,7 +21,7 @@ from .problem import FitProblem
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
 from .scan import grid_neighbours, grid_values, profile_points
 from .starts import DEFAULT_STARTS
-from .toys import draw_parts, resample_flags, toy_fits, toy_starts
+from .toys import draw_parts, resample_flags, row_index, toy_fits, toy_starts
 
 __all__ = ["ACCEPT_TOL", "Construction", "construction", "observed_fits", "run_construction", "base_config",
            "grid_points", "check_toys", "critical_value", "key_data", "read_run"]
@@ -171,6 +171,11 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
     def setup_with_parts():
         st = compute_setup()
         st["parts"] = np.asarray(draw_parts(pr.full, st["gen_x"]))
+        # every toy's fits start from the design at its generating point (toy_starts), stored with
+        # the set-up so that a resumed run or another slice of a job array starts the same fits
+        design_g, design_c, _ = toy_starts(pr.full, st["gen_x"], len(pr.poi), pr.starts, max_iter=max_iter)
+        if design_g is not None:
+            st.update(design_gen=np.unique(st["gen_x"], axis=0), design_g=design_g, design_c=design_c)
         return st
 
     st = store.setup(setup_with_parts)
@@ -182,13 +187,12 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
     key_arr = jnp.asarray(key_data(key))
     parts = int(st["parts"])  # stored with the set-up: a resumed or merged run draws the same toys
 
-    # every toy's fits start from the multi-start design at its generating point (a table per
-    # distinct generating point, each row its index into it)
-    design_g, design_c, design_idx = toy_starts(pr.full, rows["gen_x"], len(pr.poi), pr.starts)
-    if design_idx is not None:
-        rows = dict(rows, design=design_idx)
-    designs = (None, None) if design_g is None else (jnp.asarray(design_g), jnp.asarray(design_c))
-    n_starts = 1 if design_g is None else max(design_g.shape[1], design_c.shape[1])
+    # each row's index into the designs (a table per distinct generating point)
+    designs, n_starts = (None, None), 1
+    if "design_g" in st:
+        rows = dict(rows, design=row_index(st["design_gen"], rows["gen_x"]))
+        designs = (jnp.asarray(st["design_g"]), jnp.asarray(st["design_c"]))
+        n_starts = max(st["design_g"].shape[1], st["design_c"].shape[1])
 
     def kernel(part):
         return toy_fits(pr.full, key_arr, part["gen_x"], part["test"], part["index"], k=len(pr.poi),
@@ -202,9 +206,10 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
 
 def base_config(kind, pr: Construction, key, n_toys, resample_aux, max_iter, extra):
     from .. import __version__
-    from .toys import PASSES
+    from .toys import PASSES, TOY_DESIGN
 
-    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in PASSES], "poi": list(pr.poi),
+    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in PASSES], "toy_design": TOY_DESIGN,
+            "poi": list(pr.poi),
             "nuisances": list(pr.nuis), "n_toys": int(n_toys),
             "key": key_data(key).tolist(), "resample_aux": bool(resample_aux), "max_iter": int(max_iter),
             "model": fingerprint(pr.cond.model), "data": fingerprint(pr.cond.data), "aux": fingerprint(pr.cond.aux_flat),

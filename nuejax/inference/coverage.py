@@ -50,7 +50,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
 
     def run(gen_x, test, index, run_key, label):
         parts = draw_parts(pr.full, gen_x)
-        design_g, design_c, design_idx = toy_starts(pr.full, gen_x, len(pr.poi), pr.starts)
+        design_g, design_c, design_idx = toy_starts(pr.full, gen_x, len(pr.poi), pr.starts, max_iter=max_iter)
         designs = (None, None) if design_g is None else (jnp.asarray(design_g), jnp.asarray(design_c))
 
         def kernel(part):

@@ -25,7 +25,7 @@ from .newton import STATUS, kkt, minimize_bounded, snap_to_bounds
 from .newton import scale as newton_scale
 from .problem import FitProblem
 from .results import BatchFitResult, FitResult
-from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, MINIMUM_FTOL, MINIMUM_XTOL, choose_start, distinct_minima,
+from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
 
 __all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_point_report", "launch_size",
@@ -263,8 +263,7 @@ def best_of_starts(res, axis: int = 0):
     x = np.asarray(res.x, dtype=float)
     xb = np.expand_dims(best.x, axis)
     sd = np.expand_dims(standard_deviations(best.hess), axis)
-    same = conv & finite & (np.abs(fun - np.expand_dims(best.fun, axis)) < MINIMUM_FTOL) \
-        & np.all(np.abs(x - xb) <= MINIMUM_XTOL * sd, axis=-1)
+    same = conv & finite & same_minimum(fun, x, np.expand_dims(best.fun, axis), xb, sd)
     n_at = np.sum(same, axis=axis)
     gap = np.min(np.where(conv & finite & ~same, fun, np.inf), axis=axis) - best.fun
     return best, k, n_at, gap

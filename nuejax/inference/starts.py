@@ -38,8 +38,8 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["CONTINUE_PASSES", "DEFAULT_STARTS", "SecondMinimumWarning", "choose_start", "distinct_minima", "standard_deviations",
-           "start_design", "warn_second_minimum"]
+__all__ = ["CONTINUE_PASSES", "DEFAULT_STARTS", "SecondMinimumWarning", "choose_start", "distinct_minima", "same_minimum",
+           "standard_deviations", "start_design", "symmetry_starts", "warn_second_minimum"]
 
 #: The design size of every fit's default: the default start, its symmetry images and Sobol points
 #: over the box of the fitted parameters of interest (1 where there is none).
@@ -89,16 +89,10 @@ def start_design(problem, starts=DEFAULT_STARTS, *, x0=None, seed: int = 0) -> n
     n = _design_size(starts)
     if n is None:
         return _explicit(starts, names, lo, hi, x0)
-    rows = [x0]
     if n == 1:
         return x0[None, :]
     model = problem.model
-    values = problem.host_params(x0)
-    for img in _images(model.symmetries(), values, names, lo, hi):
-        if len(rows) >= max(1, n // 2):
-            break
-        if not any(np.array_equal(img, r) for r in rows):  # combinations can give one image twice
-            rows.append(img)
+    rows = list(symmetry_starts(problem, x0, max(1, n // 2)))
     poi = [i for i, name in enumerate(names) if name in set(model.parameters_of_interest())
            and np.isfinite(lo[i]) and np.isfinite(hi[i])]
     m = n - len(rows)
@@ -110,6 +104,20 @@ def start_design(problem, starts=DEFAULT_STARTS, *, x0=None, seed: int = 0) -> n
         pts[:, poi] = lo[poi] + u * (hi[poi] - lo[poi])
         rows += list(pts)
     return _unique(np.asarray(rows))
+
+
+def symmetry_starts(problem, x0, limit: int) -> np.ndarray:
+    """``x0`` (in the order of ``problem.names``) and its images under the symmetries the model
+    declares (:func:`_images`), at most ``limit`` rows, each once."""
+    x0 = np.asarray(x0, dtype=float)
+    lo, hi = np.asarray(problem.lower, dtype=float), np.asarray(problem.upper, dtype=float)
+    rows = [x0]
+    for img in _images(problem.model.symmetries(), problem.host_params(x0), tuple(problem.names), lo, hi):
+        if len(rows) >= limit:
+            break
+        if not any(np.array_equal(img, r) for r in rows):  # combinations can give one image twice
+            rows.append(img)
+    return np.asarray(rows)
 
 
 def _images(symmetries, values: dict, names, lo, hi):
@@ -191,6 +199,15 @@ def standard_deviations(hess) -> np.ndarray:
     return np.where(var > 0, np.sqrt(var), 1.0)
 
 
+def same_minimum(f1, x1, f2, x2, scale):
+    """Whether end points (−2 ln L ``f1``, location ``x1``) and (``f2``, ``x2``) are one minimum:
+    −2 ln L within :data:`MINIMUM_FTOL` and every coordinate (last axis) within
+    :data:`MINIMUM_XTOL` of ``scale`` (standard deviations, :func:`standard_deviations`).
+    Broadcasts over leading axes."""
+    return (np.abs(np.asarray(f1) - np.asarray(f2)) < MINIMUM_FTOL) & \
+        np.all(np.abs(np.asarray(x1) - np.asarray(x2)) <= MINIMUM_XTOL * np.asarray(scale), axis=-1)
+
+
 def distinct_minima(names, x, fun, converged, hess=None) -> list:
     """The distinct minima among end points ``x`` (S, d) with values ``fun`` (S,) of which
     ``converged`` (S,) passed the KKT test, lowest first: a list of ``{"fval", "values", "n_starts"}``.
@@ -204,8 +221,7 @@ def distinct_minima(names, x, fun, converged, hess=None) -> list:
     minima = []
     for k in ok:
         for m in minima:
-            s = np.maximum(scale[k], scale[m["_k"]])
-            if abs(fun[k] - m["fval"]) < MINIMUM_FTOL and np.all(np.abs(x[k] - x[m["_k"]]) <= MINIMUM_XTOL * s):
+            if same_minimum(fun[k], x[k], m["fval"], x[m["_k"]], np.maximum(scale[k], scale[m["_k"]])):
                 m["n_starts"] += 1
                 break
         else:

@@ -35,12 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..model.likelihood import poisson_parts
-from .fitting import objective
+from .fitting import objective, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, flatten_aux
-from .starts import CONTINUE_PASSES, choose_start, start_design
+from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
+                     symmetry_starts)
 
-__all__ = ["PASSES", "TOY_FIT_KEYS", "draw_parts", "resample_flags", "toy", "toy_fits", "toy_starts"]
+__all__ = ["PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "draw_parts", "resample_flags", "row_index", "toy", "toy_fits", "toy_starts"]
 
 #: Output arrays of :func:`toy_fits` per row.
 TOY_FIT_KEYS = ("t", "f_global", "f_cond", "poi_hat", "nuis_hat", "conv_global", "conv_cond")
@@ -88,10 +89,22 @@ def _fit_from(fit, x0):
     return jax.vmap(fit)(x0) if x0.ndim == 2 else fit(x0)
 
 
-def _global_row(problem, gen_x, x0, index, key, *, resample, parts, max_iter, edm_tol):
-    """Draw toy ``index`` at ``gen_x`` and fit every parameter of the problem inside its bounds from
-    ``x0`` (one start, or several: each fitted, the toy drawn once)."""
-    counts, aux = _toy_data(problem, gen_x, index, key, resample, parts)
+def _asimov_data(problem: FitProblem, gen_x):
+    """The Asimov data set at ``gen_x``: expected counts and the constraint terms' Asimov
+    measurements (:meth:`~nuejax.model.protocol.AbstractModel.asimov_aux`), flat."""
+    p = problem.params(gen_x)
+    return problem.model.expected(p), flatten_aux(problem.model.asimov_aux(p), problem.aux_shapes)
+
+
+def _row_data(problem, gen_x, index, key, resample, parts, asimov):
+    return _asimov_data(problem, gen_x) if asimov else _toy_data(problem, gen_x, index, key, resample, parts)
+
+
+def _global_row(problem, gen_x, x0, index, key, *, resample, parts, max_iter, edm_tol, asimov=False):
+    """Draw toy ``index`` at ``gen_x`` (``asimov``: take the Asimov data set there) and fit every
+    parameter of the problem inside its bounds from ``x0`` (one start, or several: each fitted, the
+    toy drawn once)."""
+    counts, aux = _row_data(problem, gen_x, index, key, resample, parts, asimov)
     pr = dataclasses.replace(problem, data=counts, aux_flat=aux)
 
     def fit(x):
@@ -102,10 +115,10 @@ def _global_row(problem, gen_x, x0, index, key, *, resample, parts, max_iter, ed
     return _fit_from(fit, x0)
 
 
-def _cond_row(problem, gen_x, x0, test_poi, index, key, *, k, resample, parts, max_iter, edm_tol):
-    """Draw the same toy and fit the nuisances from ``x0`` with the first ``k`` parameters (of
-    interest) at ``test_poi``."""
-    counts, aux = _toy_data(problem, gen_x, index, key, resample, parts)
+def _cond_row(problem, gen_x, x0, test_poi, index, key, *, k, resample, parts, max_iter, edm_tol, asimov=False):
+    """Draw the same toy (or take the Asimov data set) and fit the nuisances from ``x0`` with the
+    first ``k`` parameters (of interest) at ``test_poi``."""
+    counts, aux = _row_data(problem, gen_x, index, key, resample, parts, asimov)
     pr = dataclasses.replace(problem, data=counts, aux_flat=aux, names=problem.names[k:],
                              fixed_names=problem.names[:k], lower=problem.lower[k:], upper=problem.upper[k:])
     if not pr.names:
@@ -130,15 +143,21 @@ def _cond_row(problem, gen_x, x0, test_poi, index, key, *, k, resample, parts, m
 #: launches (the same compiled kernel): a start crawling along a curved valley between branches.
 PASSES = ((10, 1),) + ((None, 8),) * (1 + CONTINUE_PASSES)
 
+#: What :func:`toy_starts` designs (stored in a construction's configuration: a run stored with
+#: another design is not resumed with this one).
+TOY_DESIGN = "generating point, its symmetry images, the Asimov fit's minima"
+
 
 @functools.lru_cache(maxsize=None)
-def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple):
+def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False):
     """The two jitted kernels over rows (global and conditional fits) of a problem whose first
     ``k`` fitted parameters are the parameters of interest; compiled per problem structure (a
     second run does not recompile). They are separate programs: XLA:CPU can deadlock on one
     program that runs two batched Newton loops (eigh and Cholesky in each; docs/inference.md,
-    "Known issue"), and the toy is cheap to draw twice from its key."""
-    opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol)
+    "Known issue"), and the toy is cheap to draw twice from its key. ``asimov``: fit the Asimov
+    data set at each row's generating point instead of a toy (the toys' start designs,
+    :func:`toy_starts`)."""
+    opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
     glob = jax.jit(jax.vmap(functools.partial(_global_row, **opts), in_axes=(None, 0, 0, 0, None)))
     cond = jax.jit(jax.vmap(functools.partial(_cond_row, k=k, **opts), in_axes=(None, 0, 0, 0, 0, None)))
     return glob, cond
@@ -178,26 +197,129 @@ def _in_passes(kernels, problem, rows: tuple, x0, key):
     return fun, x, conv
 
 
-def toy_starts(problem: FitProblem, gen_x, k: int, starts) -> tuple:
-    """The multi-start designs of the toys' fits (:func:`~nuejax.inference.starts.start_design`)
-    at each distinct generating point of ``gen_x`` (rows in the order of ``problem.names``): the
-    global fits' (U, S, d), starting at the generating point, and the conditional fits' (U, S_c,
-    d − k) over the nuisances (the first ``k`` parameters fixed), and each row's index into them
-    (n,). ``(None, None, None)`` for one start."""
+def toy_starts(problem: FitProblem, gen_x, k: int, starts, *, max_iter: int = 100, edm_tol: float = 1e-8) -> tuple:
+    """The multi-start designs of the toys' fits at each distinct generating point u of ``gen_x``
+    (rows in the order of ``problem.names``): the global fits' (U, S, d) and the conditional fits'
+    (U, S_c, d − k) over the nuisances (the first ``k`` parameters fixed), each padded by
+    repeating u, and each row's index into them (n,). ``(None, None, None)`` where every design is
+    u alone (the toys then start at their generating point).
+
+    With an integer ``starts`` > 1 a toy's design holds u, its images under the model's symmetries
+    (:func:`~nuejax.inference.starts.symmetry_starts`) and the distinct minima that a fit of the
+    Asimov data set at u from the full design (:func:`~nuejax.inference.starts.start_design`,
+    ``starts`` points) finds away from them: the branches that data expected at u have, found once
+    per generating point instead of once per toy (a toy's minima lie near them; a model with one
+    minimum and no symmetry fits its toys from one start). Explicit start points are every toy's
+    design as given. At most ``starts`` rows per design."""
     if len(start_design(problem, starts)) == 1:
         return None, None, None
     gen_x = np.asarray(gen_x, dtype=float)
     unique, idx = np.unique(gen_x, axis=0, return_inverse=True)
+    idx = np.asarray(idx, dtype=np.int32).ravel()
     cond = problem.with_names(problem.names[k:], problem.names[:k])
-    glob = [start_design(problem.with_values(dict(zip(problem.names, u))), starts, x0=u) for u in unique]
-    cond_d = [start_design(cond.with_values(dict(zip(problem.names, u))), starts, x0=u[k:]) if cond.names
-              else u[None, k:] for u in unique]
+    at = [dict(zip(problem.names, u)) for u in unique]
+    glob = [start_design(problem.with_values(v), starts, x0=u) for v, u in zip(at, unique)]
+    cond_d = [start_design(cond.with_values(v), starts, x0=u[k:]) if cond.names else u[None, k:]
+              for v, u in zip(at, unique)]
+    if not isinstance(starts, (int, np.integer)):
+        return _padded(glob), _padded(cond_d), idx
+    n = int(starts)
+    shell = dataclasses.replace(problem, data=None, aux_flat=None)
+    glob = _with_asimov_minima(shell, unique, 0, _padded(glob), [symmetry_starts(problem.with_values(v), u, n)
+                                                                  for v, u in zip(at, unique)], n, max_iter, edm_tol)
+    if cond.names:
+        cond_d = _with_asimov_minima(shell, unique, k, _padded(cond_d),
+                                     [symmetry_starts(cond.with_values(v), u[k:], n) for v, u in zip(at, unique)],
+                                     n, max_iter, edm_tol)
+    design_g, design_c = _padded(glob), _padded(cond_d)
+    if design_g.shape[1] == 1 and design_c.shape[1] == 1:
+        return None, None, None
+    return design_g, design_c, idx
 
-    def pad(ds):  # the same number of starts everywhere: repeat the generating point
-        m = max(len(d) for d in ds)
-        return np.stack([np.concatenate([d, np.repeat(d[:1], m - len(d), axis=0)]) for d in ds])
 
-    return pad(glob), pad(cond_d), np.asarray(idx, dtype=np.int32).ravel()
+def row_index(unique, gen_x) -> np.ndarray:
+    """Each row of ``gen_x`` (n, d) as an index into the distinct generating points ``unique``
+    (U, d) (np.unique's order); every row must be one of them."""
+    unique, gen_x = np.asarray(unique, dtype=float), np.asarray(gen_x, dtype=float)
+    both, inv = np.unique(np.concatenate([unique, gen_x]), axis=0, return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    where = np.full(len(both), -1, dtype=np.int64)
+    where[inv[:len(unique)]] = np.arange(len(unique))
+    idx = where[inv[len(unique):]]
+    if np.any(idx < 0):
+        raise ValueError(f"{int(np.sum(idx < 0))} generating points have no start design")
+    return idx.astype(np.int32)
+
+
+def _padded(designs):
+    """(U, S, d) from U designs (S_u, d): the shorter ones padded by repeating their first row."""
+    m = max(len(d) for d in designs)
+    return np.stack([np.concatenate([d, np.repeat(d[:1], m - len(d), axis=0)]) for d in designs])
+
+
+def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) -> list:
+    """Each design of ``base`` (list of (S_u, d − k)) with the distinct minima that fits of the
+    Asimov data at ``unique`` (U, d) from the starts ``full`` (U, S, d − k) reached, the first
+    ``k`` parameters fixed at the generating point's, lowest first, where not within
+    :data:`~nuejax.inference.starts.MINIMUM_XTOL` standard deviations of a row already there; at
+    most ``limit`` rows each."""
+    kern = [compiled_toy_fits(int(k), int(max_iter) if it is None else min(int(it), int(max_iter)), float(edm_tol),
+                              1, (), asimov=True)[1 if k else 0] for it, _ in PASSES]
+    u = jnp.asarray(unique)
+    index = jnp.zeros(len(unique), dtype=jnp.uint32)
+    key = jnp.zeros(2, dtype=jnp.uint32)
+    rows = (u, index) if k == 0 else (u, u[:, :k], index)
+    fun, x, conv = _in_passes(kern, shell, rows, jnp.asarray(full), key)
+    hess = np.asarray(_asimov_hessians(shell, u, jnp.asarray(x), int(k)))
+    names = shell.names[k:]
+    out = []
+    for i, rows_i in enumerate(base):
+        rows_i = list(rows_i)
+        for m in distinct_minima(names, x[i], fun[i], conv[i], hess[i]):
+            if len(rows_i) >= limit:
+                break
+            xm = np.array([m["values"][n] for n in names])
+            sd = standard_deviations(hess[i][int(np.argmin(np.sum(np.abs(x[i] - xm), axis=1)))])
+            if not any(np.all(np.abs(xm - r) <= MINIMUM_XTOL * sd) for r in rows_i):
+                rows_i.append(xm)
+        out.append(np.asarray(rows_i))
+    return out
+
+
+@functools.partial(jax.jit, static_argnames="k")
+def _asimov_hessians(shell, gen_x, x, k):
+    """The Hessians of −2 ln L of the Asimov data set at each generating point (U, d) at the end
+    points ``x`` (U, S, d − k), the first ``k`` parameters fixed at the generating point's."""
+    def one(g, xs):
+        counts, aux = _asimov_data(shell, g)
+        pr = dataclasses.replace(shell, data=counts, aux_flat=aux, names=shell.names[k:],
+                                 fixed_names=shell.names[:k], lower=shell.lower[k:], upper=shell.upper[k:])
+        return jax.vmap(lambda xi: value_grad_hessian(xi, (pr, g[:k]))[2])(xs)
+
+    return jax.vmap(one)(gen_x, x)
+
+
+def _from_design(kernels, shell, rows: tuple, x0, design, design_index, key):
+    """Run the passes (:func:`_in_passes`) from ``x0`` (n, d), or from every start of each row's
+    design ((U, S, d) and ``design_index`` (n,)) and keep each row's best end point
+    (:func:`_best_start`). Each (row, start) pair is a row of its own here: the passes then
+    continue only the starts still running, not every start of a row where one is (with S starts
+    the continued work would grow as S², not S)."""
+    if design is None:
+        return _in_passes(kernels, shell, rows, x0, key)[:3]
+    n, n_s = int(np.shape(x0)[0]), int(np.shape(design)[1])
+    x0s = jnp.take(jnp.asarray(design), jnp.asarray(design_index), axis=0).reshape((n * n_s,) + np.shape(design)[2:])
+    fun, x, conv = _in_passes(kernels, shell, tuple(_repeat_rows(r, n_s) for r in rows),
+                              _repeat_rows(x0s, 1, like=rows[0]), key)
+    return _best_start(fun.reshape(n, n_s), x.reshape((n, n_s) + x.shape[1:]), conv.reshape(n, n_s))
+
+
+def _repeat_rows(a, n_s: int, like=None):
+    """Each row of ``a`` ``n_s`` times, placed as ``like`` (default ``a``) is: over the devices of
+    its NamedSharding (:func:`~nuejax.inference.runner.run_rows` shards rows), else as given."""
+    sharding = getattr(a if like is None else like, "sharding", None)
+    out = np.repeat(np.asarray(a), n_s, axis=0) if n_s > 1 else np.asarray(a)
+    return jax.device_put(out, sharding) if isinstance(sharding, jax.sharding.NamedSharding) else jnp.asarray(out)
 
 
 def _best_start(fun, x, conv):
@@ -234,11 +356,10 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
                for cap in caps]
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     design_g, design_c = designs
-    x0_g = gen_x if design_g is None else jnp.take(jnp.asarray(design_g), design_index, axis=0)
-    x0_c = gen_x[:, k:] if design_c is None else jnp.take(jnp.asarray(design_c), design_index, axis=0)
-    f_glob, x_glob, conv_g = _best_start(*_in_passes([g for g, _ in kernels], shell, (gen_x, index), x0_g, key))
-    f_cond, nuis_hat, conv_c = _best_start(*_in_passes([c for _, c in kernels], shell, (gen_x, test_poi, index), x0_c,
-                                                       key))
+    f_glob, x_glob, conv_g = _from_design([g for g, _ in kernels], shell, (gen_x, index), gen_x, design_g,
+                                          design_index, key)
+    f_cond, nuis_hat, conv_c = _from_design([c for _, c in kernels], shell, (gen_x, test_poi, index), gen_x[:, k:],
+                                            design_c, design_index, key)
     t = np.maximum(np.asarray(f_cond) - np.minimum(np.asarray(f_glob), np.asarray(f_cond)), 0.0)
     poi_hat = np.asarray(x_glob)[:, :k]
     if one_sided:
