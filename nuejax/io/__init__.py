@@ -5,10 +5,11 @@ from .borexino import (BorexinoShape, ObservedSpectrum, PublishedProfile, packag
                        packaged_borexino_shape, packaged_borexino_spectrum, read_borexino_cno_profile,
                        read_borexino_shape, read_borexino_spectrum)
 from .histograms import read_spectrum_th1, spectrum_from_hist
+from .xenonnt import XENONNT_SR0_EXPOSURE, XenonntSR0, packaged_xenonnt_sr0
 from .root import RootInputError, read_response_histogram, read_template, read_th1, read_th2, write_hists
 
 __all__ = ["BorexinoShape", "ObservedSpectrum", "PublishedProfile", "RootInputError",
            "packaged_borexino_cno_profile", "packaged_borexino_shape", "packaged_borexino_spectrum",
            "read_borexino_cno_profile", "read_borexino_shape", "read_borexino_spectrum",
            "read_response_histogram", "read_spectrum_th1", "read_template", "read_th1", "read_th2",
-           "spectrum_from_hist", "write_hists"]
+           "spectrum_from_hist", "write_hists", "XENONNT_SR0_EXPOSURE", "XenonntSR0", "packaged_xenonnt_sr0"]

@@ -53,8 +53,10 @@ from .spectra import (
     state_table,
 )
 from .rates import component_rates
+from .atomic import XENON, AtomicTarget, active_electrons, atoms_per_tonne, electrons_per_tonne, solar_recoil_rate
 
 __all__ = [
+    "active_electrons", "AtomicTarget", "atoms_per_tonne", "electrons_per_tonne", "solar_recoil_rate", "XENON",
     "arrival_density_matrix", "binned_recoil_spectrum", "bks_couplings", "bks_qed_functions", "build_source",
     "CNO_NAMES", "COMPONENT_NAMES", "component_rates", "COMPONENTS", "day_night_asymmetry", "density_matrix",
     "DETECTOR_LATITUDES", "differential_rate", "dsigma_dT", "dsigma_dT_matrix", "dsigma_dT_mm", "dsigma_dT_state",
