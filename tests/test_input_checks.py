@@ -187,3 +187,18 @@ def test_fast_model_rejects_unknown_oscillation_names(small_model):
         fast_model(small_model, {"sin2_theta_12": 0.3})
     with pytest.raises(ParameterError, match="outside its bounds"):
         fast_model(small_model, {"sin2_theta12": 0.9})
+
+
+def test_mu_nu_in_bohr_magnetons_warns_and_bad_thresholds_raise(fm):
+    with pytest.warns(UserWarning, match="looks like a value in Bohr magnetons.*mu_nu=3"):
+        fm.parameters.values(mu_nu=3e-11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fm.parameters.values(mu_nu=3.0)  # 3e-11 mu_B in the package's unit: silent
+    from nuejax.physics import build_source, event_rate
+
+    src = build_source("pp")
+    for bad in (float("nan"), -1.0, float("inf")):
+        with pytest.raises(ValueError, match="threshold must be finite and >= 0"):
+            event_rate(src, threshold=bad)
+    assert float(event_rate(src, threshold=0.1)) > 0

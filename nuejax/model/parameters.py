@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
+from ..physics.cross_section import check_mu_nu_unit
 
 __all__ = ["Parameter", "ParameterSet", "unknown_name_message"]
 
@@ -180,6 +181,8 @@ class ParameterSet:
         for k, v in {**self.check_overrides(overrides, "value"), **kw}.items():
             self[k]
             self.check_value(k, v)
+            if k == "mu_nu":  # in 1e-11 mu_B: a value like 3e-11 was meant in mu_B
+                check_mu_nu_unit(v)
             if isinstance(v, (jax.Array, jax.core.Tracer)):
                 arrays[k] = jnp.asarray(v, dtype=dt)  # stays where it is (or traced)
             else:

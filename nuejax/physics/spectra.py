@@ -23,6 +23,8 @@ counts/(day·100 t·MeV) with :math:`N_e = 3.307\times10^{31}` electrons per 100
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 
 import jax
@@ -290,6 +292,7 @@ def event_rate(source: SolarSource, physics: NewPhysics = NewPhysics(),
     for the neutrino-energy integral (the recoil integral uses 64, converged to 1e-9). A non-zero
     magnetic moment needs ``threshold > 0`` (its :math:`1/T` rate diverges at zero threshold).
     """
+    check_rate_threshold(physics, threshold)
     dtype = source.energies.dtype
     th = jnp.asarray(threshold, dtype=dtype)
     table = _weighted_flavour_table(source, osc)
@@ -373,9 +376,13 @@ def event_rate_general(source: SolarSource, physics=None, osc: OscillationParams
 
 
 def check_rate_threshold(physics, threshold) -> None:
-    """ValueError for a concrete zero threshold with a magnetic moment or a massless mediator."""
+    """ValueError for a concrete threshold that is negative or not finite, or zero with a magnetic
+    moment or a massless mediator."""
     try:
-        if float(threshold) > 0:
+        th = float(threshold)
+        if not math.isfinite(th) or th < 0:
+            raise ValueError(f"the recoil threshold must be finite and >= 0 MeV, got {threshold!r}")
+        if th > 0:
             return
         mu = np.asarray(getattr(physics, "mu_nu", 0.0), dtype=float)
         massless = [bool(np.any(np.asarray(c) != 0) and np.any(np.asarray(m) == 0))
