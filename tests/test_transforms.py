@@ -388,3 +388,20 @@ def test_bad_edges(in_edges, out_edges, msg):
         check_transform_axes(in_edges, out_edges)
     with pytest.raises(InputError, match=msg):
         ResponseTransform.create(in_edges, out_edges)
+
+
+def test_linear_resolution_form():
+    """σ = a√E + bE + c (XENON1T's form) beside the quadrature sum; a bad form is refused."""
+    from nuejax.detector.transforms import ResponseTransform, resolution_sigma
+    from nuejax.errors import InputError
+
+    E = jnp.asarray([0.0, 1.0, 4.0, 10.0])
+    np.testing.assert_allclose(resolution_sigma(E, 0.31, 0.0037, 0.0, "linear"),
+                               0.31 * np.sqrt([0.0, 1.0, 4.0, 10.0]) + 0.0037 * np.array([0.0, 1.0, 4.0, 10.0]),
+                               rtol=1e-14)
+    np.testing.assert_allclose(resolution_sigma(E, 0.31, 0.0037), np.sqrt(0.31**2 * E + 0.0037**2 * E**2), rtol=1e-14)
+    with pytest.raises(InputError, match="'quadrature' or 'linear'"):
+        ResponseTransform.create(np.linspace(0, 10, 11), np.linspace(1, 9, 9), resolution_form="cubic", res_a="a")
+    t = ResponseTransform.create(np.linspace(0, 10, 101), np.linspace(2, 8, 7), resolution_form="linear", res_a="a")
+    m = np.asarray(t.matrix({"a": jnp.asarray(0.31)}))
+    assert m.shape == (100, 6) and np.all(m >= 0) and np.max(m.sum(axis=1)) <= 1 + 1e-12

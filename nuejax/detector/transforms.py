@@ -80,9 +80,16 @@ def energy_map(x, scale=1.0, offset=0.0, nonlin=0.0, e_ref: float = 1000.0):
     return offset + scale * x + nonlin * x * x / e_ref
 
 
-def resolution_sigma(E, res_a=0.0, res_b=0.0, res_c=0.0):
-    r""":math:`\sigma(E) = \sqrt{a^2E + b^2E^2 + c^2}` with :math:`E` clipped at 0 (module docstring)."""
+def resolution_sigma(E, res_a=0.0, res_b=0.0, res_c=0.0, form: str = "quadrature"):
+    r""":math:`\sigma(E) = \sqrt{a^2E + b^2E^2 + c^2}` with :math:`E` clipped at 0 (module docstring);
+    ``form="linear"``: :math:`\sigma(E) = a\sqrt{E} + bE + c` (the form XENON1T fitted to its
+    calibration lines, E. Aprile et al., Phys. Rev. D 102, 072004 (2020), arXiv:2006.09721, Eq. 1)."""
     E = jnp.maximum(E, 0.0)
+    if form == "linear":
+        pos = E > 0
+        return res_a * jnp.where(pos, jnp.sqrt(jnp.where(pos, E, 1.0)), 0.0) + res_b * E + res_c
+    if form != "quadrature":
+        raise InputError(f"resolution form must be 'quadrature' or 'linear', got {form!r}")
     var = res_a * res_a * E + res_b * res_b * E * E + res_c * res_c
     pos = var > 0
     return jnp.where(pos, jnp.sqrt(jnp.where(pos, var, 1.0)), 0.0)
@@ -262,9 +269,11 @@ class ResponseTransform:
     out_edges: jax.Array
     names: tuple = static_field()  # ((term, parameter name), ...)
     e_ref: float = static_field(default=1000.0)
+    resolution_form: str = static_field(default="quadrature")  # resolution_sigma's form
 
     @classmethod
-    def create(cls, in_edges, out_edges, *, e_ref: float = 1000.0, dtype=None, **names) -> "ResponseTransform":
+    def create(cls, in_edges, out_edges, *, e_ref: float = 1000.0, dtype=None, resolution_form: str = "quadrature",
+               **names) -> "ResponseTransform":
         """``ResponseTransform.create(in_edges, out_edges, scale="e_scale", res_a="e_res_a")``.
 
         Raises:
@@ -281,8 +290,11 @@ class ResponseTransform:
             raise InputError(f"response transform: e_ref must be finite and > 0, got {e_ref}")
         x, e = check_transform_axes(in_edges, out_edges)
         dt = dtype or jnp.result_type(float)
+        if resolution_form not in ("quadrature", "linear"):
+            raise InputError(f"response transform: resolution_form must be 'quadrature' or 'linear', got "
+                             f"{resolution_form!r}")
         return cls(jnp.asarray(x, dtype=dt), jnp.asarray(e, dtype=dt),
-                   tuple((t, n) for t, n in names.items() if n is not None), float(e_ref))
+                   tuple((t, n) for t, n in names.items() if n is not None), float(e_ref), resolution_form)
 
     @property
     def parameter_names(self) -> tuple:
@@ -299,14 +311,14 @@ class ResponseTransform:
         """(n_in, n_out) bin-migration matrix at ``p``."""
         t = self.terms(p)
         u = energy_map(self.in_edges, t["scale"], t["offset"], t["nonlin"], self.e_ref)
-        sigma = resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"])
+        sigma = resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"], self.resolution_form)
         return migration_matrix(u[:-1], u[1:], sigma, self.out_edges)
 
     def reference_matrix(self, p) -> jax.Array:
         """:meth:`matrix` through plain autodiff of :func:`transform_matrix` (the tests' reference)."""
         t = self.terms(p)
         u = energy_map(self.in_edges, t["scale"], t["offset"], t["nonlin"], self.e_ref)
-        sigma = resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"])
+        sigma = resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"], self.resolution_form)
         return transform_matrix(self.in_edges, self.out_edges, u, sigma)
 
     def __call__(self, p, x):

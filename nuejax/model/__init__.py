@@ -14,15 +14,16 @@ from .physics_params import osc_from_params, physics_from_params
 from .pipeline import Model, components, expected, expected_direct
 from .protocol import AbstractModel, nll
 from .signals import FoldedPolynomial, PolynomialSignals, SignalComponent, SolarSignals
-from .stages import AddPeaks, AddTemplates, Exposure
+from .stages import AddPeaks, AddTemplates, Exposure, SumBins
 from .template_model import template_model
 from .templates import GaussianPeak, shape_template
+from .xenon import xenon_model
 
 __all__ = [
     "AbstractModel", "AddPeaks", "AddTemplates", "BinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
     "GaussianConstraint", "GaussianPeak", "HalfGaussianConstraint", "KernelFold", "LogNormalConstraint", "Model",
     "NonIntegerCountsWarning", "Parameter", "ParameterSet", "PenaltyTerm", "PolynomialSignals", "SignalComponent",
-    "SolarSignals", "borexino_like_model", "check_expected", "components", "default_parameters", "expected",
+    "SolarSignals", "SumBins", "borexino_like_model", "check_expected", "components", "default_parameters", "expected",
     "expected_direct", "fast_model", "floating_response_model", "nll", "osc_from_params", "parameter_terms",
-    "physics_from_params", "poisson_nll", "shape_template", "signal_component", "template_model",
+    "physics_from_params", "poisson_nll", "shape_template", "signal_component", "template_model", "xenon_model",
 ]

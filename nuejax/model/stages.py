@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from .._internal.pytree import static_field
 
-__all__ = ["AddTemplates", "AddPeaks", "ComponentScales", "Exposure"]
+__all__ = ["AddTemplates", "AddPeaks", "ComponentScales", "Exposure", "SumBins"]
 
 
 
@@ -110,3 +110,18 @@ class Exposure:
 
     def __call__(self, p, x) -> jax.Array:
         return self.exposure * self.mask * x
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class SumBins:
+    r""":math:`y_j = \sum_{k<m} x_{jm+k}`: every ``m`` (static) consecutive bins summed into one
+    (counts on fine sub-bins, e.g. after a per-sub-bin efficiency, back on the analysis bins)."""
+
+    m: int = static_field()
+
+    reads = ()
+
+    def __call__(self, p, x) -> jax.Array:
+        return x.reshape(-1, self.m).sum(axis=1)
+
