@@ -145,7 +145,7 @@ def test_calibration_recovers_a_response_from_shapes_it_made():
 
 @pytest.mark.slow
 def test_nuejax_borexino_command(tmp_path):
-    # one start (--starts 1): the command end to end in a third of the default's 16 minutes; the
+    # one start (--starts 1): the command end to end in 11 minutes instead of the default's 16; the
     # multi-start scans it otherwise runs are checked in tests/test_global_minima.py, and the
     # default run's branches are recorded in docs/borexino.md
     out = subprocess.run([sys.executable, "-m", "nuejax.cli", "borexino", "--out", str(tmp_path), "--toys", "20",

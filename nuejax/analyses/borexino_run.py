@@ -56,7 +56,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
                  progress=None, seed: int = 0, starts=DEFAULT_STARTS) -> dict:
     """Run the analysis, write ``summary.json`` (and figures) into ``out`` and return the summary.
     ``starts``: the multi-start design of every fit and scan (:mod:`nuejax.inference.starts`; 1:
-    the single start, about three times faster, and blind to the second ε^L_ee branch)."""
+    the single start, a third less time, blind to the second ε^L_ee branch)."""
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
     outdir = Path(out)
