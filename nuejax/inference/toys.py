@@ -163,6 +163,14 @@ def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resampl
     return glob, cond
 
 
+def pass_kernels(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False) -> list:
+    """The (global, conditional) kernels of :func:`compiled_toy_fits` for each pass of :data:`PASSES`
+    (its iteration cap, at most ``max_iter``)."""
+    caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
+    return [compiled_toy_fits(int(k), cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov)
+            for cap in caps]
+
+
 def _in_passes(kernels, problem, rows: tuple, x0, key):
     """Run ``kernels[0]`` on every row, then each next kernel from where the last stopped on the
     rows that hit its iteration limit (status 1), in launches of the :data:`PASSES` fraction of the
@@ -263,8 +271,7 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
     ``k`` parameters fixed at the generating point's, lowest first, where not within
     :data:`~nuejax.inference.starts.MINIMUM_XTOL` standard deviations of a row already there; at
     most ``limit`` rows each."""
-    kern = [compiled_toy_fits(int(k), int(max_iter) if it is None else min(int(it), int(max_iter)), float(edm_tol),
-                              1, (), asimov=True)[1 if k else 0] for it, _ in PASSES]
+    kern = [c if k else g for g, c in pass_kernels(k, max_iter, edm_tol, 1, (), asimov=True)]
     u = jnp.asarray(unique)
     index = jnp.zeros(len(unique), dtype=jnp.uint32)
     key = jnp.zeros(2, dtype=jnp.uint32)
@@ -351,9 +358,7 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     (a fit still running after a pass continues from where it stopped in a launch of only such
     rows; at most 10 + (1 + CONTINUE_PASSES) ``max_iter`` iterations in all). ``parts``: see :func:`draw_parts`;
     ``resample``: :func:`resample_flags`. No checks: callers check once, eagerly."""
-    caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
-    kernels = [compiled_toy_fits(int(k), cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample))
-               for cap in caps]
+    kernels = pass_kernels(k, max_iter, edm_tol, parts, resample)
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     design_g, design_c = designs
     f_glob, x_glob, conv_g = _from_design([g for g, _ in kernels], shell, (gen_x, index), gen_x, design_g,
