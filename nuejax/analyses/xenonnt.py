@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..io.xenonnt import packaged_xenonnt_sr0
 from ..model.xenon import xenon_model
 
-__all__ = ["xenonnt_sr0_background", "xenonnt_sr0_model"]
+__all__ = ["UNBINNED_CAPACITY", "UNBINNED_STEP_KEV", "xenonnt_sr0_background", "xenonnt_sr0_model"]
 
 
 def xenonnt_sr0_background(edges_kev, sm_detected_per_t_yr) -> np.ndarray:
@@ -45,16 +45,34 @@ def xenonnt_sr0_background(edges_kev, sm_detected_per_t_yr) -> np.ndarray:
     return out
 
 
-def xenonnt_sr0_model(edges_kev=None, **kw):
-    """The SR0 model on ``edges_kev`` (default: 1-keV bins over 1–30 keV, as the paper's Fig. 5):
+#: Fine bins of the unbinned SR0 model's density [keV].
+UNBINNED_STEP_KEV = 0.05
+#: Events the unbinned SR0 model's data arrays hold (433 observed; toys up to about 600 expected).
+UNBINNED_CAPACITY = 1000
+
+
+def xenonnt_sr0_model(edges_kev=None, *, unbinned: bool = False, **kw):
+    """The SR0 model on ``edges_kev`` (default: 1-keV bins over 1–30 keV, as the paper's Fig. 5;
+    unbinned: bins of :data:`UNBINNED_STEP_KEV` for the density):
     :func:`~nuejax.model.xenon.xenon_model` with the SR0 efficiency and exposure (1.16 t·yr) and the
     background template :func:`xenonnt_sr0_background` (module docstring). ``kw`` go to
-    :func:`~nuejax.model.xenon.xenon_model`. Returns ``(model, observed counts)``."""
+    :func:`~nuejax.model.xenon.xenon_model`. ``unbinned``: the extended unbinned likelihood
+    (:class:`~nuejax.model.likelihood.UnbinnedPoisson`, efficiency at each fine bin's centre) and
+    the 433 events as data. Returns ``(model, data)``: the observed counts per bin, or the events."""
     d = packaged_xenonnt_sr0()
-    e = np.arange(1.0, 31.0, 1.0) if edges_kev is None else np.asarray(edges_kev, dtype=float)
-    sm = xenon_model(e, 1.0, efficiency=d.efficiency_at, **kw)
+    if edges_kev is not None:
+        e = np.asarray(edges_kev, dtype=float)
+    elif unbinned:
+        e = np.linspace(d.window[0], d.window[1], int(round((d.window[1] - d.window[0]) / UNBINNED_STEP_KEV)) + 1)
+    else:
+        e = np.arange(1.0, 31.0, 1.0)
+    if unbinned:
+        kw = {"sub": 1, "capacity": UNBINNED_CAPACITY, **kw, "unbinned": True}
+    base = {k: v for k, v in kw.items() if k not in ("unbinned", "capacity")}
+    sm = xenon_model(e, 1.0, efficiency=d.efficiency_at, **base)
     sm_detected = np.asarray(sm.expected(sm.parameters.values()))  # per t·yr
     bkg = xenonnt_sr0_background(e, sm_detected)
     model = xenon_model(e, d.exposure, efficiency=d.efficiency_at, background=bkg, **kw)
-    counts = np.histogram(d.events, bins=e)[0].astype(float)
-    return model, counts
+    if unbinned:
+        return model, model.likelihood.events(d.events)
+    return model, np.histogram(d.events, bins=e)[0].astype(float)

@@ -96,17 +96,18 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
         # background-only Asimov data: expected counts at mu = 0 with the nuisances fitted to the data there
         model = pr.cond.model
         p0 = pr.full.params(obs["gen_x"][0])
-        asimov = np.asarray(model.expected(p0))
+        asimov = np.asarray(model.likelihood.asimov_data(model.expected(p0)))
         # the Asimov data set's auxiliary measurements sit at the same nuisance values as its counts
         aux_a = tuple(a if r else n for a, r, n in zip(model.asimov_aux(p0), pr.resample, pr.cond.aux))
         pr_a = construction(model, asimov, name, profile, init, aux=aux_a, resample_aux=resample_aux, starts=starts)
         q_a = observed_fits(pr_a, points, max_iter=max_iter, one_sided=True)["t_obs"][1:]
         q = obs["t_obs"][1:]
         cls, clsb, clb = asymptotic_cls(q, q_a)
-        expected = {str(k): _limit_from_cls(v, asymptotic_cls(_expected_q(q_a, k), q_a)[0], alpha)
-                    for k in (-2, -1, 0, 1, 2)}
+        bands = [asymptotic_cls(_expected_q(q_a, k), q_a) for k in (-2, -1, 0, 1, 2)]
+        expected = {str(k): _limit_from_cls(v, b[0], alpha) for k, b in zip((-2, -1, 0, 1, 2), bands)}
+        expected_sb = {str(k): _limit_from_cls(v, b[1], alpha) for k, b in zip((-2, -1, 0, 1, 2), bands)}
         return CLsResult(name, v, q, clsb, clb, cls, _limit_from_cls(v, cls, alpha), expected, float(cl), "asymptotic",
-                         0, time.perf_counter() - t0)
+                         0, time.perf_counter() - t0, limit_sb=_limit_from_cls(v, clsb, alpha), expected_sb=expected_sb)
     n_toys = check_toys(n_toys)
     return run_construction(pr, "cls", {"axes": [v.tolist()], "cl": float(cl)},
                             lambda: observed_fits(pr, points, max_iter=max_iter, one_sided=True),
@@ -144,25 +145,32 @@ def cls_assemble(config, st, res, seconds) -> CLsResult:
     clsb = np.array([frac_ge(q_sb[k], q_obs[k]) for k in range(g)])
     clb = np.array([frac_ge(q_b[k], q_obs[k]) for k in range(g)])
     cls = clsb / np.maximum(clb, 1e-300)
-    # expected band: each background-only toy is one data set tested at every value
-    limits = []
+    # expected band: each background-only toy is one data set tested at every value (CLs, and
+    # p_{s+b} alone: the one-sided Neyman construction)
+    limits, limits_sb = [], []
     for j in range(n_toys):
         qj = q_b[:, j]
         if not np.all(np.isfinite(qj)):
             continue
-        c = np.array([frac_ge(q_sb[k], qj[k]) / max(frac_ge(q_b[k], qj[k]), 1e-300) for k in range(g)])
+        psb = np.array([frac_ge(q_sb[k], qj[k]) for k in range(g)])
+        c = np.array([psb[k] / max(frac_ge(q_b[k], qj[k]), 1e-300) for k in range(g)])
         limits.append(_limit_from_cls(v, c, 1 - cl))
-    # a toy whose CLs stays above 1 - CL on the whole grid has a limit beyond it: +inf, not left out
-    lim = np.array([np.inf if x is None else x for x in limits])
+        limits_sb.append(_limit_from_cls(v, psb, 1 - cl))
     from scipy.stats import norm
 
-    def q(p):
-        v = float(np.quantile(lim, p, method="inverted_cdf")) if lim.size else np.inf  # no inf - inf
-        return v if np.isfinite(v) else None
+    def band(found):
+        # a toy whose CLs stays above 1 - CL on the whole grid has a limit beyond it: +inf, not left out
+        lim = np.array([np.inf if x is None else x for x in found])
 
-    expected = {str(k): q(norm.cdf(k)) for k in (-2, -1, 0, 1, 2)}
+        def q(p):
+            v = float(np.quantile(lim, p, method="inverted_cdf")) if lim.size else np.inf  # no inf - inf
+            return v if np.isfinite(v) else None
+
+        return {str(k): q(norm.cdf(k)) for k in (-2, -1, 0, 1, 2)}
+
+    expected, expected_sb = band(limits), band(limits_sb)
     if not ok.all():
         warnings.warn(f"CLs: {int((~ok).sum())} of {ok.size} toys had a fit that did not pass the KKT test and are "
                       "left out", RuntimeWarning, stacklevel=3)
     return CLsResult(config["poi"][0], v, q_obs, clsb, clb, cls, _limit_from_cls(v, cls, 1 - cl), expected, cl, "toys",
-                     n_toys, seconds)
+                     n_toys, seconds, limit_sb=_limit_from_cls(v, clsb, 1 - cl), expected_sb=expected_sb)

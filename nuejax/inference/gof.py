@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..errors import InputError
+from ..model.likelihood import UnbinnedPoisson
 from .fitting import batch_fit
 from .problem import FitProblem
 from .results import FitResult, GoodnessOfFit
@@ -42,6 +44,9 @@ def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None
     """
     from scipy.stats import chi2
 
+    if isinstance(getattr(model, "likelihood", None), UnbinnedPoisson):
+        raise InputError("goodness_of_fit: the saturated-model deviance is defined for binned counts; an unbinned "
+                         "likelihood has no saturated model (bin the events, or use a binned model of the same data)")
     if not isinstance(result, FitResult):
         raise TypeError(f"result must be a FitResult of this model and data, got {type(result).__name__}")
     s = FitProblem.create(model, data, names=result.names,

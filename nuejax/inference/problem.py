@@ -29,7 +29,6 @@ import numpy as np
 
 from .._internal.pytree import static_field
 from ..errors import DataError, ParameterError
-from ..model.checks import check_data
 from ..model.parameters import unknown_name_message
 from ..model.protocol import check_model, negative_log_likelihood
 
@@ -96,7 +95,7 @@ class FitProblem:
         arrays = {k: v for k, v in init.items() if np.ndim(v) > 0}
         if arrays and not batch:
             raise ParameterError(f"start values must be scalars, got arrays for {sorted(arrays)}")
-        counts = check_data(data, model.n_obs, batch=batch)
+        counts = model.likelihood.check_data(data, batch=batch)
         dtype = jnp.result_type(float)
         if arrays:
             n_sets = counts.shape[0]

@@ -568,7 +568,8 @@ class CLsResult(Saveable):
     q̃ (``q_obs``), ``clsb`` = p_{s+b}, ``clb`` = 1 − p_b and ``cls``; ``limit`` where CLs falls to
     1 − CL (log-linear interpolation; ``None`` if it does not inside the grid); ``expected``:
     the expected limits at the background-only outcomes −2σ … +2σ (keys ``"-2"`` … ``"2"``).
-    ``method``: ``"asymptotic"`` or ``"toys"``."""
+    ``method``: ``"asymptotic"`` or ``"toys"``. ``limit_sb`` and ``expected_sb``: the same from
+    p_{s+b} alone (CLs+b), the one-sided Neyman construction with q̃ (no CLs protection)."""
 
     name: str
     values: np.ndarray
@@ -585,6 +586,8 @@ class CLsResult(Saveable):
     convention: str = ("CLs = p_s+b / (1 - p_b) with q~_mu (Cowan et al. 2011, Eq. 16), bounded best fit, "
                        "nuisances profiled")
     versions: dict = field(default_factory=versions, repr=False)
+    limit_sb: float | None = None
+    expected_sb: dict = field(default_factory=dict)
 
 
     def to_dict(self) -> dict:
@@ -593,13 +596,14 @@ class CLsResult(Saveable):
                 "limit": None if self.limit is None else float(self.limit),
                 "expected": {k: (None if v is None else float(v)) for k, v in self.expected.items()}, "cl": self.cl,
                 "method": self.method, "n_toys": self.n_toys, "seconds": self.seconds, "convention": self.convention,
-                "versions": self.versions}
+                "versions": self.versions, "limit_sb": None if self.limit_sb is None else float(self.limit_sb),
+                "expected_sb": {k: (None if v is None else float(v)) for k, v in self.expected_sb.items()}}
 
     @classmethod
     def from_dict(cls, d: dict):
         return cls(d["name"], array_from_json(d["values"]), array_from_json(d["q_obs"]), array_from_json(d["clsb"]), array_from_json(d["clb"]), array_from_json(d["cls"]),
                    d["limit"], dict(d["expected"]), float(d["cl"]), d["method"], int(d["n_toys"]), float(d["seconds"]),
-                   d["convention"], d.get("versions", {}))
+                   d["convention"], d.get("versions", {}), d.get("limit_sb"), dict(d.get("expected_sb", {})))
 
     def __str__(self) -> str:
         lim = "not reached in the grid" if self.limit is None else f"{self.limit:.4g}"

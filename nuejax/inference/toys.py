@@ -34,7 +34,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..model.likelihood import poisson_parts
 from .fitting import objective, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, flatten_aux
@@ -60,8 +59,8 @@ def draw_parts(problem: FitProblem, gen_x) -> int:
     (rows in the order of ``problem.names``): enough that no part's mean exceeds
     :data:`~nuejax.model.likelihood.POISSON_PART_MAX` (evaluated once, eagerly)."""
     gen_x = np.unique(np.asarray(gen_x, dtype=float), axis=0)
-    mu_max = jax.jit(jax.vmap(lambda pr, x: jnp.max(pr.model.expected(pr.params(x))), in_axes=(None, 0)))
-    return poisson_parts(float(np.max(np.asarray(mu_max(problem, jnp.asarray(gen_x))))))
+    mu = jax.jit(jax.vmap(lambda pr, x: pr.model.expected(pr.params(x)), in_axes=(None, 0)))
+    return problem.model.likelihood.toy_parts(np.asarray(mu(problem, jnp.asarray(gen_x))))
 
 
 def toy(model, params, key, index: int, resample=None, parts: int | None = None):
@@ -74,7 +73,7 @@ def toy(model, params, key, index: int, resample=None, parts: int | None = None)
     if resample is None:
         resample = tuple(False for _ in model.constraint_terms())
     if parts is None:
-        parts = poisson_parts(float(np.max(np.asarray(model.expected(p)))))
+        parts = model.likelihood.toy_parts(np.asarray(model.expected(p)))
     return model.draw_toy(jax.random.fold_in(key, index), p, resample, parts)
 
 
@@ -93,7 +92,7 @@ def _asimov_data(problem: FitProblem, gen_x):
     """The Asimov data set at ``gen_x``: expected counts and the constraint terms' Asimov
     measurements (:meth:`~nuejax.model.protocol.AbstractModel.asimov_aux`), flat."""
     p = problem.params(gen_x)
-    return problem.model.expected(p), flatten_aux(problem.model.asimov_aux(p), problem.aux_shapes)
+    return problem.model.likelihood.asimov_data(problem.model.expected(p)), flatten_aux(problem.model.asimov_aux(p), problem.aux_shapes)
 
 
 def _row_data(problem, gen_x, index, key, resample, parts, asimov):

@@ -8,7 +8,7 @@ from .constraints import GaussianConstraint, HalfGaussianConstraint, LogNormalCo
 from .fast import fast_model
 from .floating import floating_response_model
 from .folds import FloatingFold, KernelFold
-from .likelihood import BinnedPoisson, check_expected, poisson_nll
+from .likelihood import BinnedPoisson, UnbinnedPoisson, check_expected, poisson_nll
 from .parameters import Parameter, ParameterSet
 from .physics_params import osc_from_params, physics_from_params
 from .pipeline import Model, components, expected, expected_direct
@@ -20,7 +20,7 @@ from .templates import GaussianPeak, shape_template
 from .xenon import xenon_model
 
 __all__ = [
-    "AbstractModel", "AddPeaks", "AddTemplates", "BinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
+    "AbstractModel", "AddPeaks", "AddTemplates", "BinnedPoisson", "UnbinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
     "GaussianConstraint", "GaussianPeak", "HalfGaussianConstraint", "KernelFold", "LogNormalConstraint", "Model",
     "NonIntegerCountsWarning", "Parameter", "ParameterSet", "PenaltyTerm", "PolynomialSignals", "SignalComponent",
     "SolarSignals", "SumBins", "borexino_like_model", "check_expected", "components", "default_parameters", "expected",

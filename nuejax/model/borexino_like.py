@@ -40,7 +40,8 @@ from .pipeline import Model
 from .signals import SignalComponent, SolarSignals
 from .stages import AddTemplates, Exposure
 
-__all__ = ["DEFAULT_NORMS", "DEFAULT_BACKGROUND_RATES", "EXPOSURE_DAY_100T", "signal_component",
+__all__ = ["DEFAULT_NORMS", "DEFAULT_BACKGROUND_RATES", "EXPOSURE_DAY_100T", "check_general_options", "general_case_fields",
+           "signal_component",
            "default_parameters", "borexino_like_model"]
 
 #: reweighted spectrum -> flux-normalisation parameter (the two 7Be lines and the CNO trio share one)
@@ -254,7 +255,7 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
                                                                       norms, progress)
     general_case = nsi is not None or bool(mediators) or propagation_nsi or day_night is not None
     if general_case:  # checked before anything is built
-        _general_options(nsi, mediators, day_night, latitude)
+        check_general_options(nsi, mediators, day_night, latitude)
     report = progress if progress is not None else (lambda message: None)
     dt = resolve_dtype(dtype)
     obs_edges = unit_bin_edges(window[0], window[1], dtype=dt)
@@ -274,7 +275,7 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
     params = default_parameters(signals, backgrounds, norms)
     general = dict()
     if general_case:
-        general = _general_case(sigs, params, nsi, mediators, propagation_nsi, day_night, latitude, radiative, dt)
+        general = general_case_fields(sigs, params, nsi, mediators, propagation_nsi, day_night, latitude, radiative, dt)
         params = general.pop("parameters")
     physics = (SolarSignals.create(sigs, params, radiative=radiative, **general), KernelFold.create(sigs)) if sigs else ()
     stages = physics + (AddTemplates(jnp.asarray(templates, dtype=dt), tuple("rate_" + b for b in backgrounds)),
@@ -282,7 +283,7 @@ def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = 
     return Model.create(stages, params, obs_edges=obs_edges, check_shape=False)
 
 
-def _general_options(nsi, mediators, day_night, latitude):
+def check_general_options(nsi, mediators, day_night, latitude):
     """Check the general-case options of :func:`borexino_like_model` (InputError naming the problem)."""
     from ..physics.earth import DETECTOR_LATITUDES
     from .flavour import FlavourOptions, general_parameters
@@ -299,7 +300,7 @@ def _general_options(nsi, mediators, day_night, latitude):
         raise InputError(f"latitude must lie in [-90, 90] degrees, got {latitude}")
 
 
-def _general_case(sigs, params: ParameterSet, nsi, mediators, propagation, day_night, latitude, radiative, dt) -> dict:
+def general_case_fields(sigs, params: ParameterSet, nsi, mediators, propagation, day_night, latitude, radiative, dt) -> dict:
     """The fields of a general-case model (:mod:`nuejax.model.flavour`) and its parameter set."""
     from ..physics.earth import earth_exposure
     from .flavour import FlavourOptions, general_parameters, state_nodes

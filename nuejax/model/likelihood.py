@@ -1,4 +1,7 @@
-r"""Binned Poisson likelihood, paper Eq. (logL):
+r"""Likelihood stages: the binned Poisson likelihood (paper Eq. logL) and the unbinned extended
+likelihood (one term per event).
+
+Binned Poisson likelihood, paper Eq. (logL):
 
 .. math::
     -2\ln\mathcal L = 2\sum_j\left[\mu_j - n_j\ln\mu_j + \ln\Gamma(n_j + 1)\right]
@@ -20,7 +23,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-__all__ = ["BinnedPoisson", "poisson_nll", "check_expected", "check_counts", "poisson_draw", "poisson_parts",
+from .._internal.pytree import static_field
+from ..errors import InputError
+
+__all__ = ["BinnedPoisson", "UnbinnedPoisson", "unbinned_nll", "poisson_nll", "check_expected", "check_counts", "poisson_draw", "poisson_parts",
            "POISSON_PART_MAX"]
 
 #: Largest mean :func:`jax.random.poisson` is asked to draw from. Its draws are wrong for large
@@ -124,7 +130,233 @@ class BinnedPoisson:
     def __call__(self, expected, data) -> jax.Array:
         return poisson_nll(expected, data)
 
-    def sample(self, key, expected, shape=None, parts: int = 1) -> jax.Array:
-        """Counts drawn from ``expected`` (broadcast to ``shape``); ``parts`` as in :func:`poisson_draw`."""
-        return poisson_draw(key, expected, shape, parts=parts)
+    def sample(self, key, expected, lead=(), parts: int = 1) -> jax.Array:
+        """Counts drawn from ``expected``, shape ``lead + expected.shape`` (``lead``: toys);
+        ``parts`` as in :func:`poisson_draw`."""
+        return poisson_draw(key, expected, tuple(lead) + tuple(jnp.shape(expected)), parts=parts)
+
+    def asimov_data(self, expected) -> jax.Array:
+        """The Asimov data set of ``expected``: the expected counts themselves."""
+        return expected
+
+    def toy_parts(self, expected) -> int:
+        """The static ``parts`` of :meth:`sample` for toys whose expectations are ``expected``
+        (any leading axes; eager)."""
+        return poisson_parts(float(np.max(np.asarray(expected), initial=0.0)))
+
+    def check_data(self, data, *, batch: bool = False, name: str = "data", warn_non_integer: bool = True):
+        """Checked counts (:func:`~nuejax.model.checks.check_data`): shape (n_obs,), or (n, n_obs) with ``batch``."""
+        from .checks import check_data
+
+        return check_data(data, self.n_obs, batch=batch, name=name, warn_non_integer=warn_non_integer)
+
+    def check_expected(self, expected, data) -> None:
+        """Raise naming the first bin whose expectation is not finite, or <= 0 with data (:func:`check_expected`)."""
+        check_expected(expected, data, None if self.obs_edges is None else np.asarray(self.obs_edges))
+
+
+def _density_nodes(edges, expected):
+    """Nodes and values of the unbinned density: the bin centres with ``expected / width``, and the
+    window's edges with the outer values (flat there)."""
+    c = 0.5 * (edges[1:] + edges[:-1])
+    f = expected / (edges[1:] - edges[:-1])
+    x = jnp.concatenate([edges[:1], c, edges[-1:]])
+    v = jnp.concatenate([f[..., :1], f, f[..., -1:]], axis=-1)
+    return x, v
+
+
+def unbinned_nll(edges, expected, events, interpolation: str = "linear"):
+    r"""The extended unbinned −2 ln L of weighted ``events`` (..., n_max, 2): columns energy and
+    weight (1 for an event, 0 for padding, the expected count for an Asimov point) given the
+    expected counts ``expected`` (..., K) on the bins ``edges``:
+
+    .. math::
+        -2\ln L = 2\Big[
+u - \sum_i w_i \ln f(E_i)\Big],\qquad 
+u = \int f\,dE,
+
+    the extended maximum-likelihood form (R. Barlow, "Extended maximum likelihood", Nucl.
+    Instrum. Meth. A 297 (1990) 496) without its data-only constant. The density :math:`f` is
+    ``expected / width`` at the bin centres, joined linearly (``interpolation="linear"``) and flat
+    from the outer centres to the window's edges, or constant inside each bin
+    (``"constant"``; then −2 ln L equals the binned :func:`poisson_nll` on ``edges`` up to a
+    term of the data alone). :math:`
+u` is the exact integral of that density (on a uniform grid
+    it equals the summed ``expected``). An event where :math:`f \le 0` gives +inf.
+    """
+    e, w = events[..., 0], events[..., 1]
+    if interpolation == "constant":
+        j = jnp.clip(jnp.searchsorted(edges, e, side="right") - 1, 0, edges.shape[0] - 2)
+        dens = expected / (edges[1:] - edges[:-1])
+        fe = jnp.take_along_axis(dens, j, axis=-1) if dens.ndim > 1 else dens[j]
+        nu = jnp.sum(expected, axis=-1)
+    else:
+        x, v = _density_nodes(edges, expected)
+        interp = jnp.interp
+        for _ in range(v.ndim - 1):
+            interp = jax.vmap(interp, in_axes=(0, None, 0))
+        fe = interp(e, x, v)
+        nu = jnp.sum(0.5 * (v[..., 1:] + v[..., :-1]) * jnp.diff(x), axis=-1)
+    used = w > 0
+    impossible = jnp.any(used & (fe <= 0), axis=-1)
+    logf = jnp.where(used, jnp.log(jnp.where(fe > 0, fe, 1.0)), 0.0)
+    return jnp.where(impossible, jnp.inf, 2.0 * (nu - jnp.sum(w * logf, axis=-1)))
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class UnbinnedPoisson:
+    """The likelihood stage of event data: the extended unbinned −2 ln L (:func:`unbinned_nll`),
+    one term per event, with the model's expected counts on the fine bins ``obs_edges`` made into a
+    density.
+
+    Data are weighted events, an array (``n_max``, 2) of (energy, weight): weight 1 for an
+    observed event, 0 for the padding rows that fill the array to its fixed length ``n_max`` (so
+    that toys with different numbers of events batch; :meth:`events` pads a list of energies),
+    and the expected counts at the bin centres for the Asimov data set (:meth:`asimov_data`).
+    Toys (:meth:`sample`) draw a Poisson number of events from the total, then their energies
+    from the density (exact inverse-CDF draws on each linear piece).
+    """
+
+    obs_edges: jax.Array
+    n_max: int = static_field(default=0)
+    interpolation: str = static_field(default="linear")
+
+    @classmethod
+    def create(cls, obs_edges, capacity: int, interpolation: str = "linear") -> "UnbinnedPoisson":
+        """The stage on the fine bins ``obs_edges`` holding up to ``max(capacity, K)`` events
+        (K bins: the Asimov data set has one weighted point per bin)."""
+        if interpolation not in ("linear", "constant"):
+            raise InputError(f"unbinned likelihood: interpolation must be 'linear' or 'constant', got {interpolation!r}")
+        e = np.asarray(obs_edges, dtype=float)
+        if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0):
+            raise InputError("unbinned likelihood: obs_edges must be finite and increasing")
+        if int(capacity) < 0:
+            raise InputError(f"unbinned likelihood: capacity must be >= 0, got {capacity!r}")
+        return cls(jnp.asarray(e, dtype=jnp.result_type(float)), max(int(capacity), e.size - 1), interpolation)
+
+    @property
+    def n_obs(self) -> int:
+        return int(self.obs_edges.shape[0] - 1)
+
+    @property
+    def window(self) -> tuple:
+        return float(self.obs_edges[0]), float(self.obs_edges[-1])
+
+    def __call__(self, expected, data) -> jax.Array:
+        return unbinned_nll(self.obs_edges, expected, data, self.interpolation)
+
+    def events(self, energies) -> np.ndarray:
+        """Observed events as this stage's data: ``energies`` (1-D) with weight 1, padded to ``n_max``.
+
+        Raises:
+            DataError: energies not 1-D or not finite, outside the window (names the first), more
+                than ``n_max`` of them.
+        """
+        from ..errors import DataError
+
+        x = np.asarray(energies, dtype=float)
+        if x.ndim != 1:
+            raise DataError(f"unbinned data: energies must be 1-D, got shape {x.shape}")
+        lo, hi = self.window
+        bad = np.nonzero(~np.isfinite(x) | (x < lo) | (x > hi))[0]
+        if bad.size:
+            raise DataError(f"unbinned data: event {bad[0]} at {float(x[bad[0]])!r} lies outside the window [{lo:g}, {hi:g}]")
+        if x.size > self.n_max:
+            raise DataError(f"unbinned data: {x.size} events, the likelihood stage holds at most {self.n_max} "
+                            "(build it with a larger capacity)")
+        out = np.zeros((self.n_max, 2))
+        out[:, 0] = lo
+        out[:x.size, 0] = x
+        out[:x.size, 1] = 1.0
+        return out
+
+    def asimov_data(self, expected) -> jax.Array:
+        """The Asimov data set: one point per bin centre weighted with its expected count (padded);
+        with it the fit returns the parameters that made ``expected``."""
+        e = self.obs_edges
+        c = 0.5 * (e[1:] + e[:-1])
+        lead = jnp.shape(expected)[:-1]
+        pad = self.n_max - c.shape[0]
+        ex = jnp.broadcast_to(jnp.concatenate([c, jnp.full((pad,), e[0], c.dtype)]), lead + (self.n_max,))
+        w = jnp.concatenate([expected, jnp.zeros(lead + (pad,), jnp.asarray(expected).dtype)], axis=-1)
+        return jnp.stack([ex, w], axis=-1)
+
+    def toy_parts(self, expected) -> int:
+        """``parts`` for the Poisson draw of the number of events, after checking that ``n_max`` holds
+        every toy: at most ν + 10√ν + 10 events for the largest expected total ν (the chance of more is
+        below 1e-20); raises :class:`~nuejax.errors.InputError` otherwise."""
+        nu = float(np.max(np.sum(np.asarray(expected), axis=-1), initial=0.0))
+        need = int(np.ceil(nu + 10.0 * np.sqrt(nu) + 10.0))
+        if need > self.n_max:
+            raise InputError(f"unbinned likelihood: toys with {nu:.1f} expected events need room for {need} events, "
+                             f"the stage holds {self.n_max} (build it with capacity >= {need})")
+        return poisson_parts(nu)
+
+    def sample(self, key, expected, lead=(), parts: int = 1) -> jax.Array:
+        """Toys ``lead + (n_max, 2)``: a Poisson number N of events (mean ν, :func:`poisson_draw`), then
+        N energies drawn from the density (the first N rows, weight 1; the rest padding). ``n_max``
+        must hold N (:meth:`toy_parts` checks it for the toys' expectations)."""
+        lead = tuple(lead)
+        k_n, k_seg, k_u = jax.random.split(key, 3)
+        e = self.obs_edges
+        if self.interpolation == "constant":
+            x, v = e, expected / (e[1:] - e[:-1])
+            area = expected
+            v0 = v1 = v
+        else:
+            x, v = _density_nodes(e, expected)
+            area = 0.5 * (v[1:] + v[:-1]) * jnp.diff(x)
+            v0, v1 = v[:-1], v[1:]
+        nu = jnp.sum(area)
+        n = poisson_draw(k_n, nu, lead, parts=parts)
+        logp = jnp.where(area > 0, jnp.log(jnp.where(area > 0, area, 1.0)), -jnp.inf)
+        seg = jax.random.categorical(k_seg, logp, shape=lead + (self.n_max,))
+        u = jax.random.uniform(k_u, lead + (self.n_max,), dtype=e.dtype)
+        a, b = v0[seg], v1[seg]
+        # inverse CDF on a linear piece a + (b - a) t, t in [0, 1]: a t + (b - a) t^2 / 2 = u (a + b) / 2,
+        # written without cancellation (t = u where a = b, sqrt(u) where a = 0)
+        den = a + jnp.sqrt(a * a + u * (b * b - a * a))
+        t = jnp.where(den > 0, u * (a + b) / jnp.where(den > 0, den, 1.0), u)
+        energy = x[seg] + t * (x[seg + 1] - x[seg])
+        used = jnp.arange(self.n_max) < n[..., None]
+        return jnp.stack([jnp.where(used, energy, e[0]), used.astype(e.dtype)], axis=-1)
+
+    def check_data(self, data, *, batch: bool = False, name: str = "data", warn_non_integer: bool = True):
+        """Checked events: shape (n_max, 2), or (n, n_max, 2) with ``batch``; energies finite and inside
+        the window where the weight is > 0; weights finite and >= 0. Errors name the row and event."""
+        from ..errors import DataError
+        from .checks import is_traced
+
+        if is_traced(data):
+            return data
+        try:
+            d = np.asarray(data, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise DataError(f"{name}: cannot be read as weighted events ({type(data).__name__}): {err}") from err
+        want = (self.n_max, 2)
+        if d.shape[-2:] != want or d.ndim != (3 if batch else 2):
+            raise DataError(f"{name}: unbinned data are arrays of shape {'(n_sets, ' if batch else '('}{self.n_max}, 2) "
+                            f"(energy, weight; pad with likelihood.events(energies)), got shape {d.shape}")
+        e, w = d[..., 0], d[..., 1]
+        lo, hi = self.window
+        bad = ~np.isfinite(w) | (w < 0) | ((w > 0) & (~np.isfinite(e) | (e < lo) | (e > hi)))
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            where = f"event {idx[-1]}" + (f" of row {idx[0]}" if batch else "")
+            raise DataError(f"{name}: {where} has energy {float(e[idx])!r} and weight {float(w[idx])!r} (weights must be finite and "
+                            f">= 0, energies of weighted events inside the window [{lo:g}, {hi:g}])")
+        return d
+
+    def check_expected(self, expected, data) -> None:
+        """Raise naming the first bin whose expectation is not finite, or the first event where the
+        density is <= 0."""
+        mu = np.asarray(expected)
+        nan = np.nonzero(~np.isfinite(mu))[0]
+        if nan.size:
+            raise ValueError(f"expected spectrum is not finite in bin {nan[0]}")
+        d = np.asarray(data)
+        nll = float(unbinned_nll(self.obs_edges, jnp.asarray(mu), jnp.asarray(d), self.interpolation))
+        if not np.isfinite(nll):
+            raise ValueError("expected density is <= 0 at an observed event")
 

@@ -69,14 +69,14 @@ class Model(AbstractModel):
     """A model as a pipeline of stages (module docstring). Build with :meth:`create` or a builder."""
 
     stages: tuple
-    likelihood: BinnedPoisson
+    likelihood: BinnedPoisson  # or UnbinnedPoisson
     constraints: tuple = ()
     parameters: ParameterSet = static_field(default=None)
     baked: tuple = static_field(default=())
 
     @classmethod
     def create(cls, stages, parameters: ParameterSet, *, obs_edges, constraints=(), baked=(),
-               check_shape: bool = True) -> "Model":
+               check_shape: bool = True, likelihood=None) -> "Model":
         """Check and assemble a model.
 
         Args:
@@ -88,6 +88,8 @@ class Model(AbstractModel):
                 (their values the baked ones; their constraints stay terms of the model).
             check_shape: evaluate the shapes once (``jax.eval_shape``, nothing computed) and
                 check that the last stage returns one count per bin of ``obs_edges``.
+            likelihood: the likelihood stage (default: :class:`~nuejax.model.likelihood.BinnedPoisson`
+                on ``obs_edges``; or :class:`~nuejax.model.likelihood.UnbinnedPoisson` on the same edges).
         Raises:
             ParameterError: a name read by a stage that ``parameters`` lacks (names the stage),
                 a baked name that is also a parameter.
@@ -111,7 +113,11 @@ class Model(AbstractModel):
                                          "parameter set lacks")
         check_constraints(tuple(constraints), ParameterSet(parameters.parameters + baked))
         dt = jnp.result_type(float)
-        model = cls(stages, BinnedPoisson(jnp.asarray(edges, dtype=dt)), tuple(constraints), parameters, baked)
+        if likelihood is None:
+            likelihood = BinnedPoisson(jnp.asarray(edges, dtype=dt))
+        elif likelihood.obs_edges is None or not np.array_equal(np.asarray(likelihood.obs_edges), edges):
+            raise InputError("model: the likelihood stage's bins differ from obs_edges")
+        model = cls(stages, likelihood, tuple(constraints), parameters, baked)
         if check_shape:
             shape = jax.eval_shape(lambda m, p: expected(m, p), model, parameters.defaults()).shape
             if shape != (edges.size - 1,):

@@ -43,9 +43,9 @@ import jax
 import numpy as np
 
 from ..errors import DataError, ModelProtocolError, ParameterError
-from .checks import check_data, check_params, is_traced
+from .checks import check_params, is_traced
 from .constraints import constraint_total, parameter_terms, sample_aux
-from .likelihood import BinnedPoisson, check_counts, check_expected, poisson_parts
+from .likelihood import BinnedPoisson
 from .parameters import ParameterSet
 from .physics_params import NEW_PHYSICS_NAMES, physics_symmetries
 
@@ -151,7 +151,7 @@ class AbstractModel(abc.ABC):
         check_params(self.parameters, params)
         if data is not None and not is_traced(data):
             # one data set, (n_obs,): nothing is broadcast (batch_fit fits several)
-            check_data(data, self.n_obs, warn_non_integer=False)
+            self.likelihood.check_data(data, warn_non_integer=False)
         if aux is not None and not is_traced(aux):
             self.check_aux(aux)
 
@@ -174,11 +174,8 @@ class AbstractModel(abc.ABC):
         """Eager validation: parameters in bounds, data valid, expectation > 0 wherever data > 0
         (names the bin)."""
         self.parameters.check(params)
-        n = check_counts(data)
-        if self.n_obs is not None and n.shape != (self.n_obs,):
-            raise ValueError(f"data has shape {n.shape}, the model has {self.n_obs} observable bins")
-        edges = getattr(self.likelihood, "obs_edges", None)
-        check_expected(self.expected(params), n, None if edges is None else np.asarray(edges))
+        n = self.likelihood.check_data(data, warn_non_integer=False)
+        self.likelihood.check_expected(self.expected(params), n)
 
     # -- values, data and toys ------------------------------------------------------------------
     def defaults(self) -> dict:
@@ -198,15 +195,16 @@ class AbstractModel(abc.ABC):
         return dataclasses.replace(self, parameters=parameters)
 
     def asimov(self, params=None):
-        """Asimov data set: the expected counts at ``params`` (default: the defaults)."""
-        return self.expected(self.defaults() if params is None else params)
+        """Asimov data set at ``params`` (default: the defaults): the expected counts (binned), or
+        the likelihood stage's form of them (:meth:`~nuejax.model.likelihood.UnbinnedPoisson.asimov_data`)."""
+        return self.likelihood.asimov_data(self.expected(self.defaults() if params is None else params))
 
     def pseudo_data(self, key, params=None, n_toys: int | None = None):
         """Poisson pseudo-data from ``params``: shape (n_obs,) or (n_toys, n_obs) (counts only; toys
         with their auxiliary measurements: :meth:`draw_toy`)."""
-        mu = self.asimov(params)
-        shape = mu.shape if n_toys is None else (n_toys,) + mu.shape
-        return self.likelihood.sample(key, mu, shape, parts=poisson_parts(np.max(np.asarray(mu), initial=0.0)))
+        mu = self.expected(self.defaults() if params is None else params)
+        lead = () if n_toys is None else (n_toys,)
+        return self.likelihood.sample(key, mu, lead, parts=self.likelihood.toy_parts(mu))
 
     def resampled(self, fitted) -> tuple:
         """Which constraint terms a toy redraws when the parameters ``fitted`` are fitted: those on

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._internal.pytree import static_field
 
@@ -116,12 +117,16 @@ class Exposure:
 @dataclass(frozen=True)
 class SumBins:
     r""":math:`y_j = \sum_{k<m} x_{jm+k}`: every ``m`` (static) consecutive bins summed into one
-    (counts on fine sub-bins, e.g. after a per-sub-bin efficiency, back on the analysis bins)."""
+    (counts on fine sub-bins, e.g. after a per-sub-bin efficiency, back on the analysis bins);
+    ``m`` a tuple: output bin ``j`` sums the next ``m[j]`` input bins."""
 
-    m: int = static_field()
+    m: int | tuple = static_field()
 
     reads = ()
 
     def __call__(self, p, x) -> jax.Array:
-        return x.reshape(-1, self.m).sum(axis=1)
+        if isinstance(self.m, int):
+            return x.reshape(-1, self.m).sum(axis=1)
+        ids = np.repeat(np.arange(len(self.m)), self.m)
+        return jax.ops.segment_sum(x, jnp.asarray(ids), num_segments=len(self.m), indices_are_sorted=True)
 

@@ -17,8 +17,8 @@ The pipeline (:mod:`nuejax.model.pipeline`) is the Borexino-like one with other 
 * keV response: :class:`~nuejax.detector.transforms.ResponseTransform` from recoil bins to
   reconstructed-energy bins, σ(E) = a√E + bE (``resolution_form="linear"``) with ``res_a``,
   ``res_b`` constrained nuisances;
-* efficiency: :class:`~nuejax.model.stages.Exposure` with the efficiency at the centre of each of
-  :data:`SUB` sub-bins per reconstructed bin as its mask, then
+* efficiency: :class:`~nuejax.model.stages.Exposure` with the efficiency's mean over each of
+  up to :data:`SUB` sub-bins per reconstructed bin as its mask, then
   :class:`~nuejax.model.stages.SumBins` (the efficiency rises steeply at threshold: a bin's mean
   would be 1 % off in XENONnT's 1-2 keV bin);
 * background: :class:`~nuejax.model.stages.AddTemplates`, detected counts per t·yr with its
@@ -37,27 +37,47 @@ from ..physics.atomic import DAYS_PER_YEAR, XENON, AtomicTarget, active_electron
 from ..physics.precomputed import precompute_spectrum
 from ..physics.spectra import build_source, rate_per_day_factor
 from ..precision import resolve_dtype
-from .borexino_like import DEFAULT_NORMS, default_parameters
+from .borexino_like import DEFAULT_NORMS, check_general_options, default_parameters, general_case_fields
 from .folds import KernelFold
+from .likelihood import UnbinnedPoisson
 from .parameters import Parameter, ParameterSet
 from .pipeline import Model
 from .signals import SignalComponent, SolarSignals
 from .stages import AddTemplates, Exposure, SumBins
 
-__all__ = ["SUB", "XENON_SIGNALS", "XENON1T_RESOLUTION", "xenon_model"]
+__all__ = ["EFFICIENCY_STEP", "SUB", "efficiency_sub_bins", "XENON_SIGNALS", "XENON1T_RESOLUTION", "xenon_model"]
 
 #: The solar components of a xenon model (all that give recoils in a keV window).
 XENON_SIGNALS = ("pp", "pep", "hep", "7Be_862", "7Be_384", "8B", "13N", "15O", "17F")
 #: Sub-bins per reconstructed bin on which the efficiency is applied.
 SUB = 20
+#: Largest change of the efficiency across one sub-bin with ``sub="auto"``.
+EFFICIENCY_STEP = 0.005
 #: σ(E) = a√E + bE of XENON1T (a in √keV, b dimensionless; arXiv:2006.09721, Eq. 1).
 XENON1T_RESOLUTION = (0.310, 0.0037)
+
+
+def efficiency_sub_bins(edges_kev, efficiency, step: float = EFFICIENCY_STEP, most: int = SUB) -> tuple:
+    """Sub-bins per bin of ``edges_kev`` on which to apply ``efficiency`` (a callable of energy, or
+    None: one each): per bin, ceil(|range of the efficiency inside the bin| / ``step``), between 1
+    and ``most``; the range is read on 200 points per bin. The efficiency is taken at each
+    sub-bin's mean, so what is neglected is the correlation of the spectrum's and the efficiency's
+    variations inside a sub-bin."""
+    e = np.asarray(edges_kev, dtype=float)
+    if efficiency is None:
+        return (1,) * (e.size - 1)
+    out = []
+    for lo, hi in zip(e[:-1], e[1:]):
+        v = np.asarray(efficiency(np.linspace(lo, hi, 200)), float)
+        out.append(int(np.clip(np.ceil((v.max() - v.min()) / step), 1, most)))
+    return tuple(out)
 
 
 def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, background=None, t_max_kev: float | None = None,
                 t_step_kev: float = 0.1, target: AtomicTarget = XENON, stepping: bool = True,
                 signals=XENON_SIGNALS, resolution=XENON1T_RESOLUTION, resolution_uncertainty: float = 0.1,
-                solar_model: str = "gs98", radiative: bool = True, dtype=None) -> Model:
+                solar_model: str = "gs98", radiative: bool = True, sub="auto", unbinned: bool = False,
+                capacity: int = 0, mediators=(), dtype=None) -> Model:
     """Build a xenon model (module docstring) on the reconstructed-energy bins ``e_edges_kev``.
 
     ``efficiency``: a callable of reconstructed energy [keV] (e.g.
@@ -100,19 +120,37 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
         sigs.append(SignalComponent(src, t, jnp.asarray(kernel, dtype=dt), precompute_spectrum(src, t, radiative=radiative),
                                     name, DEFAULT_NORMS[name]))
     params = default_parameters(signals, (), DEFAULT_NORMS)
+    general = {}
+    if mediators:
+        check_general_options(None, mediators, None, "borexino")
+        general = general_case_fields(sigs, params, None, mediators, False, None, "borexino", radiative, dt)
+        params = general.pop("parameters")
     extra = [Parameter("res_a", a, 0.2 * a, 5.0 * a, constraint=(a, resolution_uncertainty * a), unit="sqrt(keV)",
                        doc="resolution a: sigma = a sqrt(E) + b E")]
     if b > 0:
         extra.append(Parameter("res_b", b, 0.0, 10.0 * b, constraint=(b, resolution_uncertainty * b),
                                doc="resolution b: sigma = a sqrt(E) + b E"))
     names = dict(res_a="res_a", res_b="res_b" if b > 0 else None)
-    # the response maps onto SUB sub-bins per analysis bin, where the efficiency is taken at each
-    # sub-bin's centre (it rises from 0.07 to 0.70 across 1-2 keV in XENONnT SR0), then sums them
-    fine = np.append((e[:-1, None] + np.arange(SUB)[None, :] / SUB * np.diff(e)[:, None]).ravel(), e[-1])
-    eff = np.ones(fine.size - 1) if efficiency is None else np.asarray(efficiency(0.5 * (fine[1:] + fine[:-1])), float)
-    stages = (SolarSignals.create(sigs, params, radiative=radiative), KernelFold.create(sigs),
+    # the response maps onto sub-bins of each analysis bin, where the efficiency is applied (it rises
+    # from 0.07 to 0.70 across 1-2 keV in XENONnT SR0), then sums them
+    if isinstance(sub, str):
+        if sub != "auto":
+            raise InputError(f"xenon model: sub must be an int >= 1 or 'auto', got {sub!r}")
+        sizes = efficiency_sub_bins(e, efficiency)
+    else:
+        if int(sub) < 1:
+            raise InputError(f"xenon model: sub must be >= 1, got {sub}")
+        sizes = (int(sub),) * (e.size - 1)
+    fine = np.append(np.concatenate([e[j] + np.arange(m) / m * (e[j + 1] - e[j]) for j, m in enumerate(sizes)]), e[-1])
+    if efficiency is None:
+        eff = np.ones(fine.size - 1)
+    else:  # each sub-bin's mean efficiency (midpoint rule on 32 points): the tabulated efficiency is noisy
+        q = fine[:-1, None] + (np.arange(32)[None, :] + 0.5) / 32 * np.diff(fine)[:, None]
+        eff = np.asarray(efficiency(q.ravel()), float).reshape(q.shape).mean(axis=1)
+    summed = sizes[0] if len(set(sizes)) == 1 else sizes
+    stages = (SolarSignals.create(sigs, params, radiative=radiative, **general), KernelFold.create(sigs),
               ResponseTransform.create(t_edges, fine, dtype=dt, resolution_form="linear", **names),
-              Exposure(jnp.asarray(eff, dtype=dt), 1.0), SumBins(SUB))
+              Exposure(jnp.asarray(eff, dtype=dt), 1.0)) + ((SumBins(summed),) if fine.size > e.size else ())
     if background is not None:
         bkg = np.asarray(background, dtype=float)
         if bkg.shape != (e.size - 1,) or not np.all(np.isfinite(bkg)) or np.any(bkg < 0):
@@ -122,4 +160,5 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
         stages += (AddTemplates(jnp.asarray(bkg[None, :], dtype=dt), ("bkg_scale",)),)
     stages += (Exposure(jnp.ones(e.size - 1, dtype=dt), float(exposure_t_yr)),)
     params = ParameterSet(tuple(params.parameters) + tuple(extra))
-    return Model.create(stages, params, obs_edges=jnp.asarray(e, dtype=dt), check_shape=False)
+    lik = UnbinnedPoisson.create(e, capacity) if unbinned else None
+    return Model.create(stages, params, obs_edges=jnp.asarray(e, dtype=dt), check_shape=False, likelihood=lik)
