@@ -52,15 +52,23 @@ def _mu_nu_type(text: str) -> float:
     return x
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return n
+def _int_at_least(minimum: int):
+    """argparse type: an integer >= ``minimum``."""
+    what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return n
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_nonnegative_int = _int_at_least(0)
 
 
 def _closure_n_T(text: str) -> list:
@@ -235,6 +243,32 @@ def _cmd_demo(args) -> int:
     return 0
 
 
+def _cmd_xenonnt(args) -> int:
+    import numpy as np
+
+    from .analyses.xenonnt_run import run_xenonnt
+
+    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    summary = run_xenonnt(args.out, n_toys=args.toys, unbinned=args.unbinned, plots=not args.no_plots,
+                          progress=progress, seed=args.seed, masses=np.logspace(-2, 2, args.masses), fc=not args.no_fc)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print()
+    ul, ex = summary["mu_nu_upper_90"], summary["mu_nu_expected_90"]
+    print("mu_nu < " + ("(none in range)" if ul is None else f"{ul:.3g}") + " mu_B (90% CL; "
+          + summary["mu_nu_convention"] + ")")
+    print("  expected (median) " + ("-" if ex is None else f"{ex:.3g}") + " mu_B; q~ asymptotic "
+          + str(summary["mu_nu_upper_90_qtilde_asymptotic"]) + ", CLs " + str(summary["mu_nu_upper_90_cls"]))
+    for name in ("eps_ee_L", "eps_ee_R"):
+        print(f"{name} 90% CL regions: {summary[name + '_regions_90']}")
+    for curve, d in summary["mediator_limits"].items():
+        print(f"{curve}: g < " + ", ".join(f"{m:g} MeV: " + ("-" if g is None else f"{g:.2g}")
+                                           for m, g in zip(d["masses_mev"], d["couplings"])))
+    print(f"wrote {args.out}/summary.json; total {summary['seconds']:.0f} s")
+    return 0
+
+
 def _cmd_borexino(args) -> int:
     from .analyses.borexino import Phase3Choices
     from .analyses.borexino_run import run_borexino
@@ -394,6 +428,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_borexino)
+    p = sub.add_parser("xenonnt", help="the XENONnT SR0 electronic-recoil analysis on the open data: mu_nu limits "
+                                       "(q~, Neyman, CLs, Feldman-Cousins), NSI intervals, mediator exclusion curves")
+    _add_out_option(p, "plots, fit results and summary.json")
+    p.add_argument("--toys", type=_nonnegative_int, default=100,
+                   help="toys per tested mu_nu value of the constructions (default 100; 0: asymptotic only)")
+    p.add_argument("--unbinned", action="store_true", help="the extended unbinned likelihood of the 433 events")
+    p.add_argument("--masses", type=_positive_int, default=9,
+                   help="mediator masses, log-spaced over 0.01-100 MeV (default 9)")
+    p.add_argument("--no-fc", action="store_true", help="skip the Feldman-Cousins construction")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_xenonnt)
     p = sub.add_parser("limits", help="Feldman-Cousins interval of mu_nu and region of (eps_ee_L, eps_ee_R) from toys "
                                       "on the demo model, on every visible device")
     _add_model_run_options(p, "run folders, figures and summary.json")

@@ -69,7 +69,8 @@ def linear_mask(model, names) -> tuple | None:
     or None where the model declares none of them or its likelihood is not the binned Poisson one
     (then :func:`value_grad_hessian` uses plain autodiff). Static: read from the model's static
     fields, also while tracing."""
-    if not isinstance(getattr(model, "likelihood", None), BinnedPoisson):
+    lik = getattr(model, "likelihood", None)
+    if not (isinstance(lik, BinnedPoisson) or getattr(lik, "binned", False)):
         return None
     lin = set(getattr(model, "linear_parameters", ()) or ())
     mask = tuple(n in lin for n in names)

@@ -4,6 +4,7 @@ exposure), a likelihood stage and constraint terms with their auxiliary measurem
 
 from .borexino_like import borexino_like_model, default_parameters, signal_component
 from .checks import NonIntegerCountsWarning
+from .combine import CombinedModel, StackedLikelihood, combine
 from .constraints import GaussianConstraint, HalfGaussianConstraint, LogNormalConstraint, PenaltyTerm, parameter_terms
 from .fast import fast_model
 from .floating import floating_response_model
@@ -20,7 +21,7 @@ from .templates import GaussianPeak, shape_template
 from .xenon import xenon_model
 
 __all__ = [
-    "AbstractModel", "AddPeaks", "AddTemplates", "BinnedPoisson", "UnbinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
+    "AbstractModel", "CombinedModel", "StackedLikelihood", "combine", "AddPeaks", "AddTemplates", "BinnedPoisson", "UnbinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
     "GaussianConstraint", "GaussianPeak", "HalfGaussianConstraint", "KernelFold", "LogNormalConstraint", "Model",
     "NonIntegerCountsWarning", "Parameter", "ParameterSet", "PenaltyTerm", "PolynomialSignals", "SignalComponent",
     "SolarSignals", "SumBins", "borexino_like_model", "check_expected", "components", "default_parameters", "expected",

@@ -42,7 +42,8 @@ from .folds import KernelFold
 from .likelihood import UnbinnedPoisson
 from .parameters import Parameter, ParameterSet
 from .pipeline import Model
-from .signals import SignalComponent, SolarSignals
+from .physics_params import NEW_PHYSICS_NAMES, OSC_PARAMS
+from .signals import MediatorSignals, SignalComponent, SolarSignals
 from .stages import AddTemplates, Exposure, SumBins
 
 __all__ = ["EFFICIENCY_STEP", "SUB", "efficiency_sub_bins", "XENON_SIGNALS", "XENON1T_RESOLUTION", "xenon_model"]
@@ -77,7 +78,7 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
                 t_step_kev: float = 0.1, target: AtomicTarget = XENON, stepping: bool = True,
                 signals=XENON_SIGNALS, resolution=XENON1T_RESOLUTION, resolution_uncertainty: float = 0.1,
                 solar_model: str = "gs98", radiative: bool = True, sub="auto", unbinned: bool = False,
-                capacity: int = 0, mediators=(), dtype=None) -> Model:
+                capacity: int = 0, mediators=(), fast_mediators: bool = False, dtype=None) -> Model:
     """Build a xenon model (module docstring) on the reconstructed-energy bins ``e_edges_kev``.
 
     ``efficiency``: a callable of reconstructed energy [keV] (e.g.
@@ -148,7 +149,17 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
         q = fine[:-1, None] + (np.arange(32)[None, :] + 0.5) / 32 * np.diff(fine)[:, None]
         eff = np.asarray(efficiency(q.ravel()), float).reshape(q.shape).mean(axis=1)
     summed = sizes[0] if len(set(sizes)) == 1 else sizes
-    stages = (SolarSignals.create(sigs, params, radiative=radiative, **general), KernelFold.create(sigs),
+    signal_stage = SolarSignals.create(sigs, params, radiative=radiative, **general)
+    baked = ()
+    if fast_mediators:
+        if set(mediators) != {"zprime", "phi"}:
+            raise InputError("xenon model: fast_mediators needs mediators=('zprime', 'phi')")
+        signal_stage = MediatorSignals.from_general(signal_stage, params.defaults())
+        keep = set(MediatorSignals.reads)
+        baked = tuple(p for p in params.parameters if p.name in OSC_PARAMS)
+        params = ParameterSet(tuple(p for p in params.parameters if p.name not in OSC_PARAMS and
+                                    (p.name in keep or p.name not in NEW_PHYSICS_NAMES)))
+    stages = (signal_stage, KernelFold.create(sigs),
               ResponseTransform.create(t_edges, fine, dtype=dt, resolution_form="linear", **names),
               Exposure(jnp.asarray(eff, dtype=dt), 1.0)) + ((SumBins(summed),) if fine.size > e.size else ())
     if background is not None:
@@ -161,4 +172,5 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
     stages += (Exposure(jnp.ones(e.size - 1, dtype=dt), float(exposure_t_yr)),)
     params = ParameterSet(tuple(params.parameters) + tuple(extra))
     lik = UnbinnedPoisson.create(e, capacity) if unbinned else None
-    return Model.create(stages, params, obs_edges=jnp.asarray(e, dtype=dt), check_shape=False, likelihood=lik)
+    return Model.create(stages, params, obs_edges=jnp.asarray(e, dtype=dt), check_shape=False, likelihood=lik,
+                        baked=baked)

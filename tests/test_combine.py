@@ -1,0 +1,149 @@
+"""Combined likelihoods (nuejax.model.combine): one model equals itself combined; two copies with
+every parameter shared equal the model with twice the exposure; shared names must agree; toys and
+fits work on binned and unbinned parts together."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nuejax.errors import DataError, InputError, ParameterError
+from nuejax.model import (AddPeaks, AddTemplates, Exposure, Model, Parameter, ParameterSet, UnbinnedPoisson, combine,
+                          nll)
+from nuejax.model.templates import GaussianPeak
+
+
+def line_model(exposure=1.0, *, unbinned=False, step=0.25):
+    """A Gaussian line (rate ``s``, mean ``m``) on a flat background ``b`` with a Gaussian
+    constraint (an auxiliary measurement), times ``exposure``."""
+    e = np.linspace(0.0, 10.0, int(round(10 / step)) + 1)
+    stages = (AddTemplates(jnp.asarray((np.diff(e) / 10.0)[None, :]), ("b",)),
+              AddPeaks((GaussianPeak(("s", "m", "w")),), jnp.asarray(e)),
+              Exposure(jnp.ones(e.size - 1), float(exposure)))
+    params = ParameterSet((Parameter("b", 100.0, 0.0, 1000.0, constraint=(100.0, 8.0)),
+                           Parameter("s", 30.0, 0.0, 500.0), Parameter("m", 4.0, 1.0, 9.0),
+                           Parameter("w", 0.6, 0.1, 2.0, fixed=True)))
+    lik = UnbinnedPoisson.create(e, 600) if unbinned else None
+    return Model.create(stages, params, obs_edges=e, likelihood=lik)
+
+
+def _points(model, names, n=4, seed=0):
+    rng = np.random.default_rng(seed)
+    base = model.parameters.defaults()
+    out = []
+    for _ in range(n):
+        p = dict(base)
+        for k in names:
+            lo, hi = model.parameters[k].lower, model.parameters[k].upper
+            v = float(base[k])
+            p[k] = jnp.asarray(np.clip(v * rng.uniform(0.7, 1.3), lo + 1e-3, hi - 1e-3))
+        out.append(p)
+    return out
+
+
+def test_a_combination_of_one_model_equals_the_model():
+    m = line_model()
+    c = combine(m, labels=("a",))
+    assert c.parameters.names == ("b_a", "s_a", "m_a", "w_a")
+    data = np.asarray(m.pseudo_data(jax.random.PRNGKey(0), m.parameters.defaults()))
+    for p in _points(m, ("b", "s", "m")):
+        q = {f"{k}_a": v for k, v in p.items()}
+        assert float(nll(c, q, c.join(data))) == pytest.approx(float(nll(m, p, data)), rel=1e-12)
+        g1 = jax.grad(lambda pp: nll(m, pp, data))(p)
+        g2 = jax.grad(lambda qq: nll(c, qq, c.join(data)))(q)
+        for k in ("b", "s", "m"):
+            assert float(g2[f"{k}_a"]) == pytest.approx(float(g1[k]), rel=1e-12, abs=1e-12)
+
+
+def test_two_copies_with_shared_parameters_equal_twice_the_exposure_on_asimov_data():
+    m, m2 = line_model(1.0), line_model(2.0)
+    c = combine(m, m, labels=("a", "b"), shared=m.parameters.names)
+    assert c.parameters.names == m.parameters.names
+    # the constraint of the shared b counts once (one auxiliary measurement)
+    assert len(c.constraint_terms()) == len(m.constraint_terms()) == 1
+    truth = m.parameters.defaults()
+    a1, a2 = np.asarray(m.asimov(truth)), np.asarray(m2.asimov(truth))
+    dc = c.join(a1, a1)
+    pts = _points(m, ("b", "s", "m"), n=5, seed=3)
+    vc = np.array([float(nll(c, p, dc)) for p in pts])
+    v2 = np.array([float(nll(m2, p, a2)) for p in pts])
+    # equal up to a constant of the data (ln Γ terms): compare differences
+    np.testing.assert_allclose(vc[1:] - vc[0], v2[1:] - v2[0], rtol=1e-10, atol=1e-10)
+    free = ("b", "s", "m")
+    hc = jax.hessian(lambda x: nll(c, {**truth, **dict(zip(free, x))}, dc))(jnp.array([truth[k] for k in free]))
+    h2 = jax.hessian(lambda x: nll(m2, {**truth, **dict(zip(free, x))}, a2))(jnp.array([truth[k] for k in free]))
+    np.testing.assert_allclose(np.asarray(hc), np.asarray(h2), rtol=1e-10)
+
+    from nuejax.inference import fit
+
+    rc, r2 = fit(c, dc, starts=1), fit(m2, a2, starts=1)
+    for k in free:
+        assert float(rc.values[k]) == pytest.approx(float(r2.values[k]), rel=1e-6)
+        assert rc.errors[k] == pytest.approx(r2.errors[k], rel=1e-6)
+
+
+def test_a_shared_name_that_means_different_things_is_refused():
+    m = line_model()
+    other = m.with_parameters(m.parameters.update("s", upper=50.0))
+    with pytest.raises(ParameterError, match="'s' means different things: upper is 500.0 in a and 50.0 in b"):
+        combine(m, other, labels=("a", "b"), shared=("s",))
+    with pytest.raises(InputError, match="none of the models"):
+        combine(m, m, shared=("mu_nu",))
+    with pytest.raises(InputError, match="labels"):
+        combine(m, m, labels=("a", "a"))
+
+
+def test_binned_and_unbinned_experiments_together_fit_and_draw_toys():
+    from nuejax.inference import batch_fit, fit
+
+    mb, mu = line_model(1.0), line_model(1.5, unbinned=True)
+    c = combine(mb, mu, labels=("bin", "evt"), shared=("s", "m", "w"))
+    assert set(c.parameters.names) == {"b_bin", "b_evt", "s", "m", "w"}
+    truth = c.parameters.defaults()
+    toys = c.pseudo_data(jax.random.PRNGKey(4), truth, 6)
+    parts = c.split(toys[0])
+    assert parts[0].shape == (40,) and parts[1].shape == (mu.likelihood.n_max, 2)
+    # each experiment drawn from its own stage: integer counts, weights 0/1
+    assert np.all(parts[0] == np.round(parts[0])) and set(np.unique(parts[1][:, 1])) <= {0.0, 1.0}
+    r = fit(c, np.asarray(toys[0]))
+    assert r.valid
+    br = batch_fit(c, toys)
+    assert br.converged.all()
+    assert float(br.values["s"][0]) == pytest.approx(float(r.values["s"]), rel=1e-4)
+    # the combination's −2 ln L is the sum of the experiments'
+    p = dict(truth)
+    q_b = {k.removesuffix("_bin"): v for k, v in p.items() if not k.endswith("_evt")}
+    q_e = {k.removesuffix("_evt"): v for k, v in p.items() if not k.endswith("_bin")}
+    total = float(nll(mb, q_b, parts[0])) + float(nll(mu, q_e, parts[1]))
+    assert float(nll(c, p, np.asarray(toys[0]))) == pytest.approx(total, rel=1e-12)
+
+
+def test_combination_data_errors_name_the_experiment():
+    mb, mu = line_model(1.0), line_model(1.0, unbinned=True)
+    c = combine(mb, mu, labels=("bin", "evt"), shared=("s",))
+    good = c.join(np.ones(40), mu.likelihood.events([1.0, 2.0]))
+    with pytest.raises(DataError, match="flat array"):
+        c.nll(c.parameters.defaults(), good[:-1])
+    bad = good.copy()
+    bad[3] = -1.0
+    with pytest.raises(DataError, match="data of bin"):
+        c.nll(c.parameters.defaults(), bad)
+    with pytest.raises(DataError, match="one data set per experiment"):
+        c.join(np.ones(40))
+
+
+def test_binned_combination_takes_the_exact_poisson_hessian_route():
+    from nuejax.inference.fitting import linear_mask, objective, value_grad_hessian
+    from nuejax.inference.problem import FitProblem
+
+    m = line_model()
+    c = combine(m, line_model(2.0), labels=("a", "b"), shared=("s", "m", "w"))
+    assert set(c.linear_parameters) == {"b_a", "b_b", "s"}
+    data = c.join(np.asarray(m.asimov()) + 1.0, np.asarray(line_model(2.0).asimov()))
+    pr = FitProblem.create(c, data)
+    assert linear_mask(pr.model, pr.names) is not None
+    x = pr.start() * 1.05
+    fixed = jnp.zeros(0)
+    v, g, h = value_grad_hessian(x, (pr, fixed))
+    np.testing.assert_allclose(np.asarray(h), np.asarray(jax.hessian(objective)(x, (pr, fixed))), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(objective)(x, (pr, fixed))), rtol=1e-10, atol=1e-10)

@@ -1,0 +1,63 @@
+"""The XENONnT SR0 analysis: the fast mediator signals equal the general evaluation; the unbinned
+SR0 model agrees with the binned one; ``nuejax xenonnt`` end to end (slow)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nuejax.model.xenon import xenon_model
+
+EDGES = np.arange(1.0, 31.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def mediator_models():
+    general = xenon_model(EDGES, 1.16, mediators=("zprime", "phi"))
+    fast = xenon_model(EDGES, 1.16, mediators=("zprime", "phi"), fast_mediators=True)
+    return general, fast
+
+
+@pytest.mark.parametrize("point", [dict(zprime_coupling=2.0, zprime_mass=0.05),
+                                   dict(zprime_coupling=-40.0, zprime_mass=3.0, mu_nu=0.4),
+                                   dict(phi_coupling=5.0, phi_mass=0.3),
+                                   dict(zprime_coupling=300.0, zprime_mass=20.0, phi_coupling=80.0, phi_mass=7.0)])
+def test_fast_mediator_signals_equal_the_general_evaluation(mediator_models, point):
+    general, fast = mediator_models
+    pg = general.parameters.values(**point)
+    pf = fast.parameters.values(**point)
+    a, b = np.asarray(general.expected(pg)), np.asarray(fast.expected(pf))
+    sm = np.asarray(general.expected(general.parameters.values()))
+    assert np.max(np.abs(a - sm) / sm) > 1e-3  # the point changes the spectrum
+    np.testing.assert_allclose(b, a, rtol=1e-10)
+    # the stage reads every name it depends on; nothing else of the general case is left in it
+    assert "eps_ee_L" not in fast.parameters.names and "sin2_theta12" not in fast.parameters.names
+    assert {p.name for p in fast.baked} == {"sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23"}
+
+
+def test_fast_mediators_need_both_mediators():
+    from nuejax.errors import InputError
+
+    with pytest.raises(InputError, match="fast_mediators"):
+        xenon_model(EDGES, 1.16, mediators=("zprime",), fast_mediators=True)
+
+
+@pytest.mark.slow
+def test_nuejax_xenonnt_json_end_to_end(tmp_path):
+    """``nuejax xenonnt --json`` in a fresh process (asymptotic, three mediator masses): the keys
+    the analysis promises, a μ_ν limit of the published size (XENONnT: 6.3-6.4e-12 μ_B), and
+    mediator limits that grow with the mass above the propagator's scale."""
+    out = subprocess.run([sys.executable, "-m", "nuejax", "xenonnt", "--json", "--toys", "0", "--masses", "3",
+                          "--no-plots", "--out", str(tmp_path)], capture_output=True, text=True, timeout=3000)
+    assert out.returncode == 0, out.stderr[-3000:]
+    s = json.loads(out.stdout.strip().splitlines()[-1])
+    for key in ("mu_nu_upper_90", "mu_nu_convention", "mu_nu_expected_90", "mediator_limits", "seconds"):
+        assert key in s
+    assert 3e-12 < s["mu_nu_upper_90"] < 1.3e-11
+    assert set(s["mediator_limits"]) == {"universal_vector", "b_minus_l", "scalar"}
+    for d in s["mediator_limits"].values():
+        g = d["couplings"]
+        assert d["masses_mev"] == pytest.approx([0.01, 1.0, 100.0])
+        assert all(x is not None for x in g) and g[0] < g[1] < g[2]
