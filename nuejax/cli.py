@@ -269,6 +269,22 @@ def _cmd_xenonnt(args) -> int:
     return 0
 
 
+def _cmd_combine(args) -> int:
+    from .analyses.combine_run import run_combine
+
+    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    summary = run_combine(args.out, eps=not args.no_eps, plots=not args.no_plots, progress=progress)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print()
+    for name, d in list(summary["per_experiment"].items()) + [("combined", summary["combined"])]:
+        ul = d["mu_nu_upper_90"]
+        print(f"{name:>9}: mu_nu < " + ("(none in range)" if ul is None else f"{ul:.3g}") + " mu_B (90% CL, one-sided q~)")
+    print(f"wrote {args.out}/summary.json; total {summary['seconds']:.0f} s")
+    return 0
+
+
 def _cmd_borexino(args) -> int:
     from .analyses.borexino import Phase3Choices
     from .analyses.borexino_run import run_borexino
@@ -441,6 +457,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_xenonnt)
+    p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits and (eps_ee_L, "
+                                       "eps_ee_R) regions, each experiment alone and combined")
+    _add_out_option(p, "figures, scans and summary.json")
+    p.add_argument("--no-eps", action="store_true", help="skip the (eps_ee_L, eps_ee_R) regions")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_combine)
     p = sub.add_parser("limits", help="Feldman-Cousins interval of mu_nu and region of (eps_ee_L, eps_ee_R) from toys "
                                       "on the demo model, on every visible device")
     _add_model_run_options(p, "run folders, figures and summary.json")

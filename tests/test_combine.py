@@ -147,3 +147,23 @@ def test_binned_combination_takes_the_exact_poisson_hessian_route():
     v, g, h = value_grad_hessian(x, (pr, fixed))
     np.testing.assert_allclose(np.asarray(h), np.asarray(jax.hessian(objective)(x, (pr, fixed))), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(objective)(x, (pr, fixed))), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.slow
+def test_nuejax_combine_end_to_end(tmp_path):
+    """``nuejax combine --json --no-eps`` in a fresh process: the combined μ_ν limit is at least
+    as strong as the stronger experiment's alone, and each experiment's is reported."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "nuejax", "combine", "--json", "--no-eps", "--no-plots", "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=3000)
+    assert out.returncode == 0, out.stderr[-3000:]
+    s = json.loads(out.stdout.strip().splitlines()[-1])
+    for key in ("mu_nu_upper_90", "mu_nu_convention", "mu_nu_expected_90", "mediator_limits", "seconds",
+                "per_experiment"):
+        assert key in s
+    alone = [d["mu_nu_upper_90"] for d in s["per_experiment"].values()]
+    assert set(s["per_experiment"]) == {"borexino", "xenonnt"} and all(a is not None for a in alone)
+    assert s["mu_nu_upper_90"] <= min(alone) * (1 + 1e-6)
