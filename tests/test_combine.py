@@ -93,6 +93,7 @@ def test_a_shared_name_that_means_different_things_is_refused():
         combine(m, m, labels=("a", "a"))
 
 
+@pytest.mark.slow  # fits and a batch fit of a binned + unbinned combination
 def test_binned_and_unbinned_experiments_together_fit_and_draw_toys():
     from nuejax.inference import batch_fit, fit
 

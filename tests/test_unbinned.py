@@ -142,6 +142,7 @@ def test_inverse_cdf_on_one_linear_piece():
     assert kstest(piece - 0.5, lambda t: t * t).pvalue > 1e-3
 
 
+@pytest.mark.slow  # 44 s on 2 cores: the default suite keeps the Asimov fit and the toy checks
 def test_fit_batch_fit_and_scan_run_on_event_data():
     from nuejax.inference import batch_fit, fit, profile_scan
 
