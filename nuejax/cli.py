@@ -81,6 +81,12 @@ def _closure_n_T(text: str) -> list:
     return values
 
 
+def _add_report_options(p: argparse.ArgumentParser) -> None:
+    """``--no-plots`` and ``--json``, as every analysis command has them."""
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def _add_out_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--out", "--outdir", dest="out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"folder for the {what} (created if needed; default ./{DEFAULT_OUT})")
@@ -408,8 +414,7 @@ def _fmt(interval):
 def _add_model_run_options(p: argparse.ArgumentParser, what: str) -> None:
     _add_out_option(p, what)
     p.add_argument("--n-T", type=_positive_int, default=2000, help="recoil bins per spectrum (default 2000)")
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_report_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -427,8 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated recoil binnings, each dividing {_CLOSURE_FINE_PANELS} "
                         "(default 25,50,100,200,500,1000,2000)")
     _add_out_option(p, "figures")
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_report_options(p)
     p.set_defaults(func=_cmd_closure)
     p = sub.add_parser("demo", help="the main job: injection, MINUIT fit and profile scans on the Borexino-like model")
     _add_model_run_options(p, "plots and summary.json")
@@ -441,8 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--starts", type=_positive_int, default=None,
                    help="multi-start design size of every fit and scan (default 8; 1 takes a third less time and "
                         "is blind to the second eps_ee_L branch)")
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_report_options(p)
     p.set_defaults(func=_cmd_borexino)
     p = sub.add_parser("xenonnt", help="the XENONnT SR0 electronic-recoil analysis on the open data: mu_nu limits "
                                        "(q~, Neyman, CLs, Feldman-Cousins), NSI intervals, mediator exclusion curves")
@@ -454,15 +457,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mediator masses, log-spaced over 0.01-100 MeV (default 9)")
     p.add_argument("--no-fc", action="store_true", help="skip the Feldman-Cousins construction")
     p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_report_options(p)
     p.set_defaults(func=_cmd_xenonnt)
     p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits and (eps_ee_L, "
                                        "eps_ee_R) regions, each experiment alone and combined")
     _add_out_option(p, "figures, scans and summary.json")
     p.add_argument("--no-eps", action="store_true", help="skip the (eps_ee_L, eps_ee_R) regions")
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_report_options(p)
     p.set_defaults(func=_cmd_combine)
     p = sub.add_parser("limits", help="Feldman-Cousins interval of mu_nu and region of (eps_ee_L, eps_ee_R) from toys "
                                       "on the demo model, on every visible device")

@@ -11,12 +11,13 @@ Labels: :func:`parameter_label` turns a parameter name into a physics label
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
 __all__ = ["require_matplotlib", "plot_spectrum", "plot_scan", "plot_scan_2d", "plot_correlation", "plot_pulls",
            "parameter_label", "parameter_symbol", "component_label", "component_colors", "plot_feldman_cousins",
-           "plot_cls", "plot_coverage"]
+           "plot_cls", "plot_coverage", "save_scan_figures"]
 
 #: Component (signal normalisation group or background) -> legend label.
 _COMPONENT_LABELS = {
@@ -348,3 +349,15 @@ def plot_coverage(results, ax=None, *, path=None):
     ax.set_ylabel("coverage")
     ax.legend()
     return _finish(ax, created, path)
+
+
+def save_scan_figures(outdir, scans: dict) -> None:
+    """One figure per 1-D scan (:func:`plot_scan`): ``profile_<name>.png`` in ``outdir`` for each
+    ``{name: ScanResult}``."""
+    plt = require_matplotlib()
+    for name, s in scans.items():
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        plot_scan(s, ax)
+        fig.tight_layout()
+        fig.savefig(Path(outdir) / f"profile_{name}.png", dpi=120)
+        plt.close(fig)

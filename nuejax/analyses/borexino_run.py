@@ -160,7 +160,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
 
 
 def _plots(outdir, model, data, result, cno, published, mu_scan, sL, sR, s2):
-    from ..plotting import plot_scan, plot_scan_2d, plot_spectrum, require_matplotlib
+    from ..plotting import save_scan_figures, plot_scan_2d, plot_spectrum, require_matplotlib
 
     plt = require_matplotlib()
     comps = model.components(result.params)
@@ -177,12 +177,7 @@ def _plots(outdir, model, data, result, cno, published, mu_scan, sL, sR, s2):
     fig.tight_layout()
     fig.savefig(outdir / "cno_profile.png", dpi=120)
     plt.close(fig)
-    for name, s in (("mu_nu", mu_scan), ("eps_ee_L", sL), ("eps_ee_R", sR)):
-        fig, ax = plt.subplots(figsize=(6.4, 4.4))
-        plot_scan(s, ax)
-        fig.tight_layout()
-        fig.savefig(outdir / f"profile_{name}.png", dpi=120)
-        plt.close(fig)
+    save_scan_figures(outdir, {"mu_nu": mu_scan, "eps_ee_L": sL, "eps_ee_R": sR})
     fig, ax = plt.subplots(figsize=(5.6, 4.8))
     plot_scan_2d(s2, ax)
     fig.tight_layout()

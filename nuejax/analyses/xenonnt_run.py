@@ -235,7 +235,7 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
 
 
 def _plots(outdir, model, data, fit_mu, mu_scan, sL, sR, mediators, unbinned):
-    from ..plotting import plot_scan, plot_spectrum, require_matplotlib
+    from ..plotting import save_scan_figures, plot_spectrum, require_matplotlib
 
     plt = require_matplotlib()
     edges = np.asarray(model.obs_edges)
@@ -243,12 +243,7 @@ def _plots(outdir, model, data, fit_mu, mu_scan, sL, sR, mediators, unbinned):
     comps = model.components(fit_mu.params)
     plot_spectrum(edges, comps, counts, title="XENONnT SR0: best fit", path=outdir / "spectrum.png",
                   xlabel="reconstructed energy [keV]", ylabel="events per bin")
-    for name, s in (("mu_nu", mu_scan), ("eps_ee_L", sL), ("eps_ee_R", sR)):
-        fig, ax = plt.subplots(figsize=(6.4, 4.4))
-        plot_scan(s, ax)
-        fig.tight_layout()
-        fig.savefig(outdir / f"profile_{name}.png", dpi=120)
-        plt.close(fig)
+    save_scan_figures(outdir, {"mu_nu": mu_scan, "eps_ee_L": sL, "eps_ee_R": sR})
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     for curve, style in (("universal_vector", "-"), ("b_minus_l", ":"), ("scalar", "--")):
         d = mediators[curve]

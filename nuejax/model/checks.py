@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import DataError
 from .parameters import ParameterSet
 
-__all__ = ["NonIntegerCountsWarning", "check_data", "check_params", "is_traced", "user_stacklevel"]
+__all__ = ["NonIntegerCountsWarning", "check_data", "check_params", "float_array", "is_traced", "user_stacklevel"]
 
 
 class NonIntegerCountsWarning(UserWarning):
@@ -42,10 +42,7 @@ def check_data(data, n_obs: int | None = None, *, batch: bool = False, name: str
         return data
     if hasattr(data, "values") and callable(data.values) and hasattr(data, "axes"):  # hist / UHI objects
         data = data.values()
-    try:
-        n = np.asarray(data, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise DataError(f"{name}: cannot be read as an array of counts ({type(data).__name__}): {err}") from err
+    n = float_array(data, name, "an array of counts")
     want = 2 if batch else 1
     shape_txt = "(n_sets, n_obs)" if batch else "(n_obs,)"
     if n.ndim != want:
@@ -67,6 +64,14 @@ def check_data(data, n_obs: int | None = None, *, batch: bool = False, name: str
                       "data; raw data should be integer counts)", NonIntegerCountsWarning,
                       stacklevel=user_stacklevel())
     return n
+
+
+def float_array(data, name: str, what: str) -> np.ndarray:
+    """``data`` as a float numpy array; :class:`~nuejax.errors.DataError` saying it cannot be read as ``what``."""
+    try:
+        return np.asarray(data, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise DataError(f"{name}: cannot be read as {what} ({type(data).__name__}): {err}") from err
 
 
 def user_stacklevel() -> int:

@@ -141,14 +141,11 @@ class StackedLikelihood:
     def check_data(self, data, *, batch: bool = False, name: str = "data", warn_non_integer: bool = True):
         """Checked flat data: (sum of the experiments' data sizes,), or (n, ...) with ``batch``;
         each experiment's part checked by its own stage (errors name the experiment)."""
-        from .checks import is_traced
+        from .checks import float_array, is_traced
 
         if is_traced(data):
             return data
-        try:
-            d = np.asarray(data, dtype=float)
-        except (TypeError, ValueError) as err:
-            raise DataError(f"{name}: cannot be read as the combination's data ({type(data).__name__}): {err}") from err
+        d = float_array(data, name, "the combination's data")
         total = sum(self.n_data)
         if d.ndim != (2 if batch else 1) or d.shape[-1] != total:
             raise DataError(f"{name}: a combination's data are one flat array of {total} numbers per data set "

@@ -326,14 +326,11 @@ class UnbinnedPoisson:
         """Checked events: shape (n_max, 2), or (n, n_max, 2) with ``batch``; energies finite and inside
         the window where the weight is > 0; weights finite and >= 0. Errors name the row and event."""
         from ..errors import DataError
-        from .checks import is_traced
+        from .checks import float_array, is_traced
 
         if is_traced(data):
             return data
-        try:
-            d = np.asarray(data, dtype=float)
-        except (TypeError, ValueError) as err:
-            raise DataError(f"{name}: cannot be read as weighted events ({type(data).__name__}): {err}") from err
+        d = float_array(data, name, "weighted events")
         want = (self.n_max, 2)
         if d.shape[-2:] != want or d.ndim != (3 if batch else 2):
             raise DataError(f"{name}: unbinned data are arrays of shape {'(n_sets, ' if batch else '('}{self.n_max}, 2) "
