@@ -279,7 +279,10 @@ def _cmd_combine(args) -> int:
     from .analyses.combine_run import run_combine
 
     progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
-    summary = run_combine(args.out, eps=not args.no_eps, plots=not args.no_plots, progress=progress)
+    import numpy as np
+
+    summary = run_combine(args.out, eps=not args.no_eps, masses=np.logspace(-2, 2, args.masses) if args.masses else (),
+                          plots=not args.no_plots, progress=progress)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -459,10 +462,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")
     _add_report_options(p)
     p.set_defaults(func=_cmd_xenonnt)
-    p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits and (eps_ee_L, "
-                                       "eps_ee_R) regions, each experiment alone and combined")
+    p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits, (eps_ee_L, "
+                                       "eps_ee_R) regions and mediator curves, each experiment alone and combined")
     _add_out_option(p, "figures, scans and summary.json")
     p.add_argument("--no-eps", action="store_true", help="skip the (eps_ee_L, eps_ee_R) regions")
+    p.add_argument("--masses", type=_nonnegative_int, default=5,
+                   help="mediator masses, log-spaced over 0.01-100 MeV (default 5; 0: no mediator curves)")
     _add_report_options(p)
     p.set_defaults(func=_cmd_combine)
     p = sub.add_parser("limits", help="Feldman-Cousins interval of mu_nu and region of (eps_ee_L, eps_ee_R) from toys "

@@ -176,3 +176,37 @@ def test_regions_of_a_profile_with_two_minima():
     assert open_end == [[None, None]]
     left_open = regions_from_profile(x[x > -0.1], d[x > -0.1], 2.706)
     assert left_open[0][0] is None and left_open[0][1] == pytest.approx(w2, abs=2e-4)
+
+
+@pytest.fixture(scope="module")
+def mediator_models():
+    cal = SimpleNamespace(response=RESPONSE)
+    choices = Phase3Choices(n_T=30, mediators=True)
+    fast, _, _ = borexino_phase3_model(choices, calibration=cal, fast=True)
+    general, _, _ = borexino_phase3_model(choices, calibration=cal, fast=False)
+    return fast, general
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fast_mediators_equal_the_general_evaluation(mediator_models, seed):
+    """The Borexino model's fast mediator signals (one recoil grid per spectrum) equal the general
+    evaluation at random couplings and masses, and they do move the spectrum."""
+    fast, general = mediator_models
+    assert not {"eps_ee_L", "eps_ee_R"} & set(fast.parameters.names)  # the fast path does not read them
+    rng = np.random.default_rng(seed)
+    point = dict(zprime_coupling=rng.uniform(-5, 5) * 10 ** rng.uniform(-1, 3), zprime_mass=10 ** rng.uniform(-2, 2),
+                 phi_coupling=rng.uniform(-5, 5) * 10 ** rng.uniform(-1, 3), phi_mass=10 ** rng.uniform(-2, 2),
+                 mu_nu=rng.uniform(0, 5))
+    a = np.asarray(fast.expected(fast.parameters.values(**point)))
+    b = np.asarray(general.expected(general.parameters.values(**point)))
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * np.abs(b).max())
+    sm = np.asarray(fast.expected(fast.parameters.values()))
+    assert np.max(np.abs(a - sm)) > 1e-3 * sm.max()
+
+
+def test_mediators_with_general_nsi_have_no_fast_path():
+    from nuejax.errors import InputError
+
+    with pytest.raises(InputError, match="no fast path"):
+        borexino_phase3_model(Phase3Choices(mediators=True, general_nsi=("eps_etau_L_re",)),
+                              calibration=SimpleNamespace(response=RESPONSE))

@@ -43,7 +43,7 @@ from ..model.flavour import FlavourOptions, general_parameters, state_nodes
 from ..model.folds import KernelFold
 from ..model.parameters import Parameter, ParameterSet
 from ..model.pipeline import Model, expected
-from ..model.signals import SolarSignals
+from ..model.signals import MediatorSignals, SolarSignals
 from ..model.template_model import template_model
 from ..model.templates import GaussianPeak, shape_template
 from ..physics.oscillation import OscillationParams
@@ -77,7 +77,9 @@ class Phase3Choices:
     calibration and the reweighting kernels; ``general_nsi``: NSI parameters beyond ε^{L,R}_ee
     (names of :data:`~nuejax.model.flavour.GENERAL_NSI_NAMES`, e.g. the off-diagonal
     ``eps_etau_L_re``), which make the reweighted physics a general-case model (fixed at 0 until
-    released).
+    released); ``mediators``: add a light vector (``zprime_coupling``, ``zprime_mass``) and scalar
+    (``phi_coupling``, ``phi_mass``) mediator, evaluated on the fast path by
+    :class:`~nuejax.model.signals.MediatorSignals` (ε^{L,R}_ee are then not parameters).
     """
 
     rebin: int = 4
@@ -90,6 +92,7 @@ class Phase3Choices:
     fit_calibration_norms: bool = True
     n_T: int = 150
     general_nsi: tuple = ()
+    mediators: bool = False
 
 
 #: B16-GS98 fractional flux uncertainties (Vinyoles et al. 2017), the SSM constraints of the NSI and
@@ -143,10 +146,12 @@ def calibration_targets() -> tuple:
     return tuple(out)
 
 
-def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, general_nsi: tuple = ()):
+def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, general_nsi: tuple = (),
+             mediators: bool = False, fast: bool = True):
     """The reweighted physics on the MC keV bins (signals and their fixed kernel fold): each
     solar group's spectra folded through the calibrated response, per unit of the group's SM rate
-    (norm = its rate parameter)."""
+    (norm = its rate parameter). With ``mediators`` and ``fast`` the signals are the fast
+    mediator evaluation (:class:`~nuejax.model.signals.MediatorSignals`) taken from the general one."""
     params, pe_edges = as_photoelectron_axis(response, edges)
     pe_edges = np.asarray(pe_edges)
     table = quenching_table()
@@ -164,21 +169,34 @@ def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, gen
         total = sum(r for _, r in members)
         signals += [dataclasses.replace(s, kernel=s.kernel / total) for s, _ in members]
     names = tuple(groups)
-    ps = ParameterSet(tuple([Parameter(n, 1.0, 0.0, 1e4) for n in names] + _physics_parameters(general_nsi)))
+    rates = [Parameter(n, 1.0, 0.0, 1e4) for n in names]
+    ps = ParameterSet(tuple(rates + _physics_parameters(general_nsi, mediators)))
     general = {}
-    if general_nsi:  # the general case: the trace form of nuejax.model.flavour
+    if general_nsi or mediators:  # the general case: the trace form of nuejax.model.flavour
         general = dict(flavour=FlavourOptions(),
                        state_nodes=tuple(state_nodes(s.pre, s.t_mid, radiative=radiative) for s in signals))
-    stages = (SolarSignals.create(signals, ps, radiative=radiative, **general), KernelFold.create(signals))
+    stage = SolarSignals.create(signals, ps, radiative=radiative, **general)
+    if mediators and fast:
+        stage = MediatorSignals.from_general(stage, ps.defaults())
+        ps = ParameterSet(tuple(rates + _physics_parameters((), mediators, fast=True)))
+    stages = (stage, KernelFold.create(signals))
     return Model.create(stages, ps, obs_edges=pe_edges, check_shape=False), names
 
 
-def _physics_parameters(general_nsi: tuple = ()) -> list:
+def _physics_parameters(general_nsi: tuple = (), mediators: bool = False, fast: bool = False) -> list:
+    """The new-physics parameters (all fixed at 0): ε^{L,R}_ee, μ_ν, the released ``general_nsi``
+    and, with ``mediators``, both mediators' couplings and masses (with ``fast`` only μ_ν and the
+    mediators: what :class:`~nuejax.model.signals.MediatorSignals` reads)."""
     base = [Parameter("eps_ee_L", 0.0, -2.0, 2.0, fixed=True, doc="NSI epsilon^L_ee"),
             Parameter("eps_ee_R", 0.0, -2.0, 2.0, fixed=True, doc="NSI epsilon^R_ee"),
             Parameter("mu_nu", 0.0, 0.0, 100.0, fixed=True, unit="1e-11 mu_B", doc="effective magnetic moment")]
     have = {p.name for p in base}
-    return base + [p for p in general_parameters(tuple(general_nsi)) if p.name not in have]
+    extra = [p for p in general_parameters(tuple(general_nsi), ("zprime", "phi") if mediators else ())
+             if p.name not in have]
+    out = base + extra
+    if fast and mediators:
+        out = [p for p in out if p.name in MediatorSignals.reads]
+    return out
 
 
 def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibration=None, fast: bool = True,
@@ -194,6 +212,8 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
         raise InputError(f"rebin must be >= 1, got {choices.rebin}")
     if isinstance(choices.general_nsi, str):
         raise InputError(f"general_nsi must be a sequence of names, not a string; write ({choices.general_nsi!r},)")
+    if choices.mediators and choices.general_nsi and fast:
+        raise InputError("Phase3Choices: mediators with general_nsi have no fast path; build with fast=False")
     data = phase3_data(choices)
     edges = packaged_borexino_shape("pp").edges  # all ten shapes share these bins
     if calibration is None:
@@ -202,7 +222,8 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
                                          n_T=choices.n_T)
         say(f"calibrated the response on the published pp, 7Be, pep, CNO shapes in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
-    physics, physics_names = _physics(edges, calibration.response, choices.n_T, general_nsi=tuple(choices.general_nsi))
+    physics, physics_names = _physics(edges, calibration.response, choices.n_T, general_nsi=tuple(choices.general_nsi),
+                                      mediators=choices.mediators, fast=fast)
     folded_sm = {}
     sm = physics.parameters.defaults()
     for n in physics_names:
@@ -230,7 +251,7 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
     if choices.pp_sigma is not None:
         cons["rate_pp"] = (131.1, choices.pp_sigma)
     ps = [Parameter(n, v, 0.0, max(1e3, 20 * v), constraint=cons.get(n), unit="cpd/100t") for n, v in starts.items()]
-    ps += _physics_parameters(tuple(choices.general_nsi))
+    ps += _physics_parameters(tuple(choices.general_nsi), choices.mediators, fast)
     ps += [Parameter("e_scale", 1.0, 0.9, 1.1, doc="data energy / MC energy"),
            Parameter("e_offset", 0.0, -60.0, 60.0, unit="keV"),
            # lower bound > 0: as sigma -> 0 the likelihood is flat to all orders in the resolution
@@ -243,12 +264,13 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
     transform = ResponseTransform.create(edges, data.edges, scale="e_scale", offset="e_offset", res_a="e_res_a")
     constraints = (HalfGaussianConstraint.create("rate_210Bi", 10.8, 1.0, side="upper"),) \
         if choices.bi210_constraint else ()
-    inner = fast_model(physics) if fast else physics
+    # the mediators' masses enter non-polynomially: their fast path is the signal stage itself
+    inner = fast_model(physics) if fast and not choices.mediators else physics
     model = template_model(in_edges=edges, obs_edges=data.edges, templates=np.stack(templates),
                                  template_names=tuple(tnames), parameters=parameters, exposure=EXPOSURE,
                                  physics=inner, physics_offset=np.stack(offset), physics_names=physics_names,
                                  transform=transform, peaks=(GaussianPeak(("rate_210Po", "po_mean", "po_sigma")),),
                                  constraints=constraints)
-    say(f"built the model ({len(physics.signals)} reweighted spectra, {len(tnames)} shapes, 210Po peak, "
+    say(f"built the model ({sum(len(v) for v in _GROUPS.values())} reweighted spectra, {len(tnames)} shapes, 210Po peak, "
         f"{data.n_bins} fit bins) in {time.perf_counter() - t0:.1f} s")
     return model, data, calibration

@@ -10,7 +10,9 @@ Each result is given for each experiment alone and for the combination, with the
 conventions: the one-sided 90 % CL upper limit on μ_ν (q̃, profile Δχ² = 1.642; Cowan et al.,
 EPJC 71 (2011) 1554) and the upper end of the two-sided 90 % interval (Δχ² = 2.706), the expected
 (median) one-sided limit of the combination (asymptotic, from its background-only Asimov data set),
-and the 90 % CL region of (ε^L_ee, ε^R_ee) (2 degrees of freedom, Δχ² = 4.605).
+the 90 % CL region of (ε^L_ee, ε^R_ee) (2 degrees of freedom, Δχ² = 4.605), and the mediator
+exclusion curves of :mod:`~nuejax.analyses.mediators` (universal vector, B−L, scalar; the models
+rebuilt with both mediators on their fast path, the mediators' couplings and masses and μ_ν shared).
 """
 
 from __future__ import annotations
@@ -25,16 +27,23 @@ import numpy as np
 
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
 from ..model.combine import combine
-from .borexino import borexino_phase3_model, ssm_constrained
+from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
+from .mediators import mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
 
-__all__ = ["EPS_GRID", "MU_GRID", "run_combine"]
+__all__ = ["EPS_GRID", "MASSES", "MEDIATOR_GRID", "MU_GRID", "run_combine"]
 
 #: μ_ν grid [1e-11 μ_B]: fine where XENONnT's limit lies, to 8 for Borexino's
 MU_GRID = np.concatenate([np.linspace(0.0, 1.5, 16), [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]])
 MU_TEST = np.linspace(0.1, 1.4, 14)
 #: (ε^L_ee, ε^R_ee) grid of the 2-D regions
 EPS_GRID = (np.linspace(-1.8, 0.6, 13), np.linspace(-1.2, 0.8, 11))
+#: mediator masses [MeV] and the tested couplings per mass (coarser than ``nuejax xenonnt``'s: a
+#: Borexino or combined profile point costs ten times a XENONnT one): 13 ratios over six decades
+#: (Borexino's 0.1-1 MeV recoils put its light-mediator limits higher on the ratio scale of
+#: nuejax.analyses.mediators than XENONnT's keV ones), then 9 points up to the crossing
+MASSES = np.logspace(-2, 2, 5)
+MEDIATOR_GRID = {"ratios": np.logspace(-2, 4, 13), "refine_points": 9}
 SCAN_ITER = 40
 
 
@@ -42,14 +51,15 @@ def _release(model, *names):
     return model.with_parameters(model.parameters.release(*names))
 
 
-def run_combine(out, *, eps: bool = True, plots: bool = True, progress=None) -> dict:
-    """Run the combination (module docstring); write ``summary.json`` and figures into ``out``."""
+def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, progress=None) -> dict:
+    """Run the combination (module docstring); write ``summary.json`` and figures into ``out``.
+    ``masses``: mediator masses [MeV] of the exclusion curves (empty: none)."""
     say = progress or (lambda msg: None)
     t0 = time.perf_counter()
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
-    say("[1/4] models: Borexino Phase III (SSM-constrained rates), XENONnT SR0 (B0 with the package's SM)")
-    bx, bdata, _ = borexino_phase3_model(progress=lambda m: say("      " + m))
+    say("[1/5] models: Borexino Phase III (SSM-constrained rates), XENONnT SR0 (B0 with the package's SM)")
+    bx, bdata, calibration = borexino_phase3_model(progress=lambda m: say("      " + m))
     bx = ssm_constrained(bx)
     xe, xdata = xenonnt_sr0_model()
     shared = ("mu_nu", "eps_ee_L", "eps_ee_R")
@@ -58,7 +68,7 @@ def run_combine(out, *, eps: bool = True, plots: bool = True, progress=None) -> 
     data["combined"] = both.join(data["borexino"], data["xenonnt"])
     models = {"borexino": bx, "xenonnt": xe, "combined": both}
 
-    say("[2/4] mu_nu: profiles of each experiment and of the combination")
+    say("[2/5] mu_nu: profiles of each experiment and of the combination")
     per, scans = {}, {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -78,8 +88,9 @@ def run_combine(out, *, eps: bool = True, plots: bool = True, progress=None) -> 
     expected = asym.expected_sb.get("0")
 
     regions = {}
+    jax.clear_caches()
     if eps:
-        say("[3/4] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
+        say("[3/5] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for name, m in models.items():
@@ -94,17 +105,37 @@ def run_combine(out, *, eps: bool = True, plots: bool = True, progress=None) -> 
                                          "eps_ee_R": float(r.params["eps_ee_R"])}
                 say(f"      {name}: {int(inside.sum())} of {inside.size} grid points inside")
     else:
-        say("[3/4] (eps regions skipped)")
+        say("[3/5] (eps regions skipped)")
 
-    say("[4/4] summary and figures")
+    curves = {}
+    masses = np.asarray(masses, dtype=float)
+    if masses.size:
+        say(f"[4/5] mediators: coupling limits at {masses.size} masses, each experiment and combined")
+        bx_med = ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True), calibration=calibration)[0])
+        xe_med, _ = xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)
+        med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
+        med = {"borexino": bx_med, "xenonnt": xe_med,
+               "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}
+        for name, m in med.items():
+            # each model's programs are its own: dropping the last one's keeps a long run's JIT
+            # code memory bounded (LLVM ran out of mappable memory after ~30 minutes of compiles)
+            jax.clear_caches()
+            say(f"      {name}:")
+            curves[name] = mediator_curves(m, data[name], masses, say=say, **MEDIATOR_GRID)
+            per[name]["mediator_limits"] = curves[name]
+    else:
+        say("[4/5] (mediator curves skipped)")
+
+    say("[5/5] summary and figures")
     summary = {
         "mu_nu_upper_90": per["combined"]["mu_nu_upper_90"],
         "mu_nu_convention": ("one-sided 90% CL upper limit with q~ (Cowan et al. 2011, Eq. 16), profile delta chi2 = "
                              "1.642, nuisances of both experiments profiled; the same for each experiment alone"),
         "mu_nu_expected_90": None if expected is None else expected * 1e-11,
         "mu_nu_expected_convention": "median one-sided Neyman (CLs+b, q~) limit of the combination, asymptotic",
-        "mediator_limits": None,
-        "mediator_limits_note": "not combined yet: the Borexino Phase-III model has no mediator parameters",
+        "mediator_limits": curves.get("combined"),
+        "mediator_limit_convention": ("90% CL one-sided upper limit on g (g_nu g_e = g^2), q~ asymptotic (profile "
+                                      "delta chi2 = 1.642); each experiment's curves under per_experiment"),
         "per_experiment": {k: v for k, v in per.items() if k != "combined"},
         "combined": per["combined"],
         "shared": list(shared),
@@ -117,13 +148,13 @@ def run_combine(out, *, eps: bool = True, plots: bool = True, progress=None) -> 
     for name, s2 in regions.items():
         s2.save(outdir / f"eps_scan_{name}.json")
     if plots:
-        _plots(outdir, scans, regions)
+        _plots(outdir, scans, regions, curves)
     summary["seconds"] = time.perf_counter() - t0
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
-def _plots(outdir, scans, regions):
+def _plots(outdir, scans, regions, curves):
     from ..plotting import require_matplotlib
 
     plt = require_matplotlib()
@@ -154,4 +185,15 @@ def _plots(outdir, scans, regions):
         ax.legend()
         fig.tight_layout()
         fig.savefig(outdir / "eps_regions.png", dpi=120)
+        plt.close(fig)
+    if curves:
+        fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.6), sharey=True)
+        for ax, names, title in ((axes[0], ("universal_vector",), "vector (universal; B-L the same)"),
+                                 (axes[1], ("scalar",), "scalar")):
+            for name, c in curves.items():
+                plot_mediator_curves(ax, c, label=name, color=style[name][0], curve_names=names)
+            ax.set_title(title)
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(outdir / "mediator_limits.png", dpi=120)
         plt.close(fig)

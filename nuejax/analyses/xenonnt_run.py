@@ -36,25 +36,16 @@ import jax
 import numpy as np
 
 from ..inference import cls_upper_limit, feldman_cousins, fit, profile_scan
-from ..model.physics_params import MEDIATOR_PARAMETERS
-from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
+from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
 
-__all__ = ["MEDIATOR_MASSES", "MEDIATOR_MODELS", "MU_GRID", "Q_REF", "RATIO_GRID", "run_xenonnt", "mediator_limit", "mediator_model"]
+__all__ = ["MU_GRID", "run_xenonnt"]
 
 #: μ_ν profile grid [1e-11 μ_B] and the tested values of the constructions
 MU_GRID = np.linspace(0.0, 1.5, 16)
 MU_TEST = np.linspace(0.1, 1.4, 14)
 EPS_L_GRID = np.linspace(-2.0, 1.0, 13)
 EPS_R_GRID = np.linspace(-2.0, 2.0, 17)
-#: mediator masses [MeV]
-MEDIATOR_MASSES = np.logspace(-2, 2, 9)
-#: curve name -> (mediator of the model, what g means: g_ν g_e = g²)
-MEDIATOR_MODELS = {"universal_vector": "zprime", "b_minus_l": "zprime", "scalar": "phi"}
-#: 2 m_e T at T of a few keV [MeV²]: the mass below which a mediator's propagator stops mattering
-Q_REF = 3e-3
-#: tested coupling products y = g_ν g_e per mass, as y / (m² + Q_REF) in MEDIATOR_COUPLING_UNIT (1e-12)
-RATIO_GRID = np.logspace(-2, 3, 21)
 SCAN_ITER = 40
 
 
@@ -65,43 +56,6 @@ def _release(model, *names):
 def _regions(scan, cl=0.9):
     iv = scan.interval(cl)
     return {"interval": [iv.lower, iv.upper], "regions": [list(r) for r in iv.regions], "convention": iv.convention}
-
-
-def mediator_limit(model, data, mediator: str, mass_mev: float, *, cl: float = 0.9, ratios=RATIO_GRID,
-                   refine: bool = True) -> dict:
-    """The one-sided ``cl`` upper limit (q̃, asymptotic: profile Δχ² = χ²₁ at 2 cl − 1) on the
-    coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at ``mass_mev``, every
-    other free parameter profiled. ``model`` has the mediator's coupling free (bounds from 0) and
-    its mass fixed; the mass is set per scan (``init``), so every mass reuses one compiled scan.
-    The tested products are ``ratios`` × (m² + :data:`Q_REF`) (the contact scaling: limits on that
-    ratio barely change with the mass), then, with ``refine``, as many points between the two
-    that bracket the crossing. Returns ``{"product": y (absolute), "g": sqrt(y), ...}`` (None
-    where the profile does not cross inside the grid)."""
-    c_name, m_name = MEDIATOR_PARAMETERS[mediator]
-    scale = float(mass_mev) ** 2 + Q_REF
-    grid = np.concatenate([[0.0], np.asarray(ratios, dtype=float) * scale])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        s = profile_scan(model, data, c_name, grid, n_iter=SCAN_ITER, starts=1, init={m_name: float(mass_mev)})
-        ul = s.upper_limit(cl)
-        passes = 1
-        if refine and ul is not None:
-            k = int(np.searchsorted(grid, ul))
-            fine = np.concatenate([[0.0], np.linspace(grid[k - 1], grid[min(k, grid.size - 1)], grid.size - 1)])
-            s = profile_scan(model, data, c_name, fine, n_iter=SCAN_ITER, starts=1, init={m_name: float(mass_mev)})
-            ul = s.upper_limit(cl)
-            passes = 2
-    prod = None if ul is None else float(ul) * MEDIATOR_COUPLING_UNIT
-    return {"product": prod, "g": None if prod is None else float(np.sqrt(prod)),
-            "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": passes}
-
-
-def mediator_model(model, mediator: str):
-    """``model`` (built with ``fast_mediators``) with ``mediator``'s coupling free from 0 and large
-    enough for every mass of :data:`MEDIATOR_MASSES`."""
-    c_name, _ = MEDIATOR_PARAMETERS[mediator]
-    top = float(RATIO_GRID[-1]) * (float(MEDIATOR_MASSES[-1]) ** 2 + Q_REF) * 1.01
-    return model.with_parameters(model.parameters.release(c_name).update(c_name, lower=0.0, upper=top, value=0.0))
 
 
 def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool = True, progress=None, seed: int = 0,
@@ -175,19 +129,8 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     say(f"      eps_ee_L regions {iL['regions']}, eps_ee_R regions {iR['regions']}")
 
     say(f"[5/5] mediators: coupling limits at {len(masses)} masses, 0.01-100 MeV")
-    mediators = {}
-    by_mediator = {}
     m_med, _ = xenonnt_sr0_model(unbinned=unbinned, mediators=("zprime", "phi"), fast_mediators=True)
-    for mediator in dict.fromkeys(MEDIATOR_MODELS.values()):
-        mm = mediator_model(m_med, mediator)
-        by_mediator[mediator] = [mediator_limit(mm, data, mediator, mass) for mass in masses]
-    for curve, mediator in MEDIATOR_MODELS.items():
-        rows = by_mediator[mediator]
-        mediators[curve] = {"mediator": mediator, "masses_mev": [float(x) for x in masses],
-                            "couplings": [r["g"] for r in rows], "products": [r["product"] for r in rows],
-                            "coupling_definition": "g with g_nu g_e = g^2 (flavour-universal)",
-                            "scans_converged": [r["converged"] for r in rows]}
-        say(f"      {curve}: g < " + ", ".join("-" if r["g"] is None else f"{r['g']:.2g}" for r in rows))
+    mediators = mediator_curves(m_med, data, masses, say=say)
 
     summary = {
         "mu_nu_upper_90": None if headline is None else headline * 1e-11,
@@ -245,13 +188,7 @@ def _plots(outdir, model, data, fit_mu, mu_scan, sL, sR, mediators, unbinned):
                   xlabel="reconstructed energy [keV]", ylabel="events per bin")
     save_scan_figures(outdir, {"mu_nu": mu_scan, "eps_ee_L": sL, "eps_ee_R": sR})
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    for curve, style in (("universal_vector", "-"), ("b_minus_l", ":"), ("scalar", "--")):
-        d = mediators[curve]
-        x = np.array(d["masses_mev"])
-        y = np.array([np.nan if g is None else g for g in d["couplings"]])
-        ax.loglog(x, y, style, marker="o", ms=3, label=curve.replace("_", " "))
-    ax.set_xlabel("mediator mass [MeV]")
-    ax.set_ylabel(r"coupling $g$ ($g_\nu g_e = g^2$), 90% CL upper limit")
+    plot_mediator_curves(ax, mediators)
     ax.set_title("XENONnT SR0 open data")
     ax.legend()
     fig.tight_layout()

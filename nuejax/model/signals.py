@@ -237,12 +237,12 @@ class MediatorSignals:
     a few element-wise operations and the masses are ordinary parameters (a scan over masses
     compiles once). Returns the spectra as :class:`SolarSignals` does (a list, signal order)."""
 
-    r0: jax.Array  # (n_sig, n_T)
-    r1: jax.Array
-    r2: jax.Array
-    s: jax.Array
-    m: jax.Array
-    q: jax.Array  # 2 m_e T [MeV^2], (n_sig, n_T)
+    r0: tuple  # one (n_T,) array per signal: each signal keeps its own recoil grid
+    r1: tuple
+    r2: tuple
+    s: tuple
+    m: tuple
+    q: tuple  # 2 m_e T [MeV^2]
 
     reads = ("zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass", "mu_nu")
 
@@ -258,30 +258,32 @@ class MediatorSignals:
         if stage.flavour is None:
             raise InputError("MediatorSignals.from_general needs the general signal stage of a model built with "
                              "mediators=('zprime', 'phi')")
-        t = [np.asarray(s.t_mid) for s in stage.signals]
-        if len({x.shape for x in t}) != 1:
-            raise InputError("MediatorSignals: every signal must share one recoil grid")
         base = {**params, "zprime_coupling": 0.0, "phi_coupling": 0.0, "mu_nu": 0.0,
                 "zprime_mass": probe_mass, "phi_mass": probe_mass}
         base = {k: jnp.asarray(v) for k, v in base.items()}
 
         def at(**kw):
-            return np.stack([np.asarray(f) for f in stage({**base, **{k: jnp.asarray(v) for k, v in kw.items()}})])
+            return [np.asarray(f) for f in stage({**base, **{k: jnp.asarray(v) for k, v in kw.items()}})]
 
-        q = 2.0 * M_E * np.stack(t)
         r0 = at()
-        plus, minus = at(zprime_coupling=probe), at(zprime_coupling=-probe)
-        u = probe / (q + probe_mass**2)
-        r1 = (plus - minus) / (2.0 * u)
-        r2 = (plus + minus - 2.0 * r0) / (2.0 * u * u)
-        w = probe**2 / (q + probe_mass**2) ** 2
-        s = (at(phi_coupling=probe) - r0) / w
-        m = at(mu_nu=1.0) - r0
+        plus, minus, phi, mu = (at(zprime_coupling=probe), at(zprime_coupling=-probe), at(phi_coupling=probe),
+                                at(mu_nu=1.0))
         dt = jnp.result_type(float)
-        return cls(*(jnp.asarray(a, dtype=dt) for a in (r0, r1, r2, s, m, q)))
+        out = {k: [] for k in ("r0", "r1", "r2", "s", "m", "q")}
+        for j, sig in enumerate(stage.signals):
+            q = 2.0 * M_E * np.asarray(sig.t_mid)
+            u = probe / (q + probe_mass**2)
+            w = probe**2 / (q + probe_mass**2) ** 2
+            for k, v in (("r0", r0[j]), ("r1", (plus[j] - minus[j]) / (2.0 * u)),
+                         ("r2", (plus[j] + minus[j] - 2.0 * r0[j]) / (2.0 * u * u)), ("s", (phi[j] - r0[j]) / w),
+                         ("m", mu[j] - r0[j]), ("q", q)):
+                out[k].append(jnp.asarray(v, dtype=dt))
+        return cls(**{k: tuple(v) for k, v in out.items()})
 
     def __call__(self, p, x=None) -> list:
-        u = p["zprime_coupling"] / (self.q + p["zprime_mass"] ** 2)
-        w = p["phi_coupling"] ** 2 / (self.q + p["phi_mass"] ** 2) ** 2
-        r = self.r0 + u * (self.r1 + u * self.r2) + w * self.s + p["mu_nu"] ** 2 * self.m
-        return [r[k] for k in range(r.shape[0])]
+        out = []
+        for r0, r1, r2, s, m, q in zip(self.r0, self.r1, self.r2, self.s, self.m, self.q):
+            u = p["zprime_coupling"] / (q + p["zprime_mass"] ** 2)
+            w = p["phi_coupling"] ** 2 / (q + p["phi_mass"] ** 2) ** 2
+            out.append(r0 + u * (r1 + u * r2) + w * s + p["mu_nu"] ** 2 * m)
+        return out

@@ -1,0 +1,124 @@
+"""Exclusion curves of light mediators: the 90 % CL upper limit on the coupling vs the mass, shared
+by ``nuejax xenonnt`` and ``nuejax combine`` (docs/xenonnt.md, docs/combination.md).
+
+The curves: a flavour-universal vector (g_ν = g_e = g), a B−L vector (charges −1 of ν and e: the
+same product g_ν g_e = g² at tree level, so the same curve in ν–e scattering; they differ only in
+matter effects and kinetic mixing, which are not modelled) and a scalar (g_ν = g_e = g). Each
+limit is one-sided with q̃ (Cowan et al., EPJC 71 (2011) 1554, arXiv:1007.1727), asymptotic:
+profile Δχ² = χ²₁ at 2 CL − 1 (1.642 at 90 %), every other free parameter profiled.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..inference import profile_scan
+from ..inference.intervals import one_sided_threshold
+from ..model.physics_params import MEDIATOR_PARAMETERS
+from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
+
+__all__ = ["MEDIATOR_MASSES", "MEDIATOR_MODELS", "Q_REF", "RATIO_GRID", "SCAN_ITER", "mediator_curves",
+           "mediator_limit", "mediator_model", "plot_mediator_curves"]
+
+#: mediator masses [MeV]
+MEDIATOR_MASSES = np.logspace(-2, 2, 9)
+#: curve name -> mediator of the model (what g means: g_ν g_e = g²)
+MEDIATOR_MODELS = {"universal_vector": "zprime", "b_minus_l": "zprime", "scalar": "phi"}
+#: 2 m_e T at T of a few keV [MeV²]: the mass below which a mediator's propagator stops mattering
+#: in a xenon detector (for Borexino's 0.1-1 MeV recoils the contact regime starts higher; the
+#: grid below is wide enough for both)
+Q_REF = 3e-3
+#: tested coupling products y = g_ν g_e per mass, as y / (m² + Q_REF) in MEDIATOR_COUPLING_UNIT (1e-12)
+RATIO_GRID = np.logspace(-2, 3, 21)
+SCAN_ITER = 40
+
+
+def mediator_limit(model, data, mediator: str, mass_mev: float, *, cl: float = 0.9, ratios=RATIO_GRID,
+                   refine: bool = True, refine_points: int | None = None) -> dict:
+    """The one-sided ``cl`` upper limit (q̃, asymptotic: profile Δχ² = χ²₁ at 2 cl − 1) on the
+    coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at ``mass_mev``, every
+    other free parameter profiled. ``model`` has the mediator's coupling free (bounds from 0) and
+    its mass fixed; the mass is set per scan (``init``), so every mass reuses one compiled scan.
+
+    The tested products are 0 and ``ratios`` × (m² + :data:`Q_REF`) (the contact scaling: limits
+    on that ratio barely change with the mass); then, with ``refine``, ``refine_points`` (default:
+    as many) points from the larger of the best fit and the last point below the threshold to the
+    first point above it, right of the best fit. The best fit need not be at 0: where the data
+    prefer a coupling, its minimum can be narrower than the coarse grid's step, which then has no
+    point below the threshold at all. Returns ``{"product": y (absolute), "g": sqrt(y),
+    "best_product": ŷ, "delta_chi2_at_zero": Δχ²(y = 0), ...}``; ``product`` and ``g`` are None
+    where the profile does not cross right of the best fit inside the grid."""
+    c_name, m_name = MEDIATOR_PARAMETERS[mediator]
+    scale = float(mass_mev) ** 2 + Q_REF
+    grid = np.concatenate([[0.0], np.asarray(ratios, dtype=float) * scale])
+    init = {m_name: float(mass_mev)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s = profile_scan(model, data, c_name, grid, n_iter=SCAN_ITER, starts=1, init=init)
+        at_zero = float(np.asarray(s.delta_chi2)[0])
+        ul = s.upper_limit(cl)
+        passes = 1
+        above = np.nonzero((grid > s.best) & (np.asarray(s.delta_chi2) > one_sided_threshold(cl))
+                           & np.asarray(s.converged, dtype=bool))[0]
+        if refine and above.size:
+            k = int(above[0])
+            lo = max(float(s.best), float(grid[k - 1]))
+            n = grid.size - 1 if refine_points is None else int(refine_points)
+            fine = np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[k], n)]))
+            s = profile_scan(model, data, c_name, fine, n_iter=SCAN_ITER, starts=1, init=init)
+            ul = s.upper_limit(cl)
+            passes = 2
+    prod = None if ul is None else float(ul) * MEDIATOR_COUPLING_UNIT
+    return {"product": prod, "g": None if prod is None else float(np.sqrt(prod)),
+            "best_product": float(s.best) * MEDIATOR_COUPLING_UNIT, "delta_chi2_at_zero": at_zero,
+            "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": passes}
+
+
+def mediator_model(model, mediator: str, masses=MEDIATOR_MASSES, ratios=RATIO_GRID):
+    """``model`` (with both mediators' parameters) with ``mediator``'s coupling free from 0 and
+    large enough for ``ratios`` at every mass of ``masses``."""
+    c_name, _ = MEDIATOR_PARAMETERS[mediator]
+    top = float(np.max(ratios)) * (float(np.max(masses)) ** 2 + Q_REF) * 1.01
+    return model.with_parameters(model.parameters.release(c_name).update(c_name, lower=0.0, upper=top, value=0.0))
+
+
+def mediator_curves(model, data, masses=MEDIATOR_MASSES, *, say=None, ratios=RATIO_GRID,
+                    refine_points: int | None = None) -> dict:
+    """The curves of :data:`MEDIATOR_MODELS` at ``masses`` [MeV] for ``model`` (with both
+    mediators' parameters, fixed) and ``data``: per curve the masses, the limits on g (g_ν g_e = g²)
+    and on the product, the best-fit product and Δχ² at zero coupling per mass, and how many scan
+    points converged. ``ratios``, ``refine_points``: of :func:`mediator_limit`."""
+    by_mediator = {}
+    for mediator in dict.fromkeys(MEDIATOR_MODELS.values()):
+        mm = mediator_model(model, mediator, masses, ratios)
+        by_mediator[mediator] = [mediator_limit(mm, data, mediator, mass, ratios=ratios, refine_points=refine_points)
+                                 for mass in masses]
+    out = {}
+    for curve, mediator in MEDIATOR_MODELS.items():
+        rows = by_mediator[mediator]
+        out[curve] = {"mediator": mediator, "masses_mev": [float(x) for x in masses],
+                      "couplings": [r["g"] for r in rows], "products": [r["product"] for r in rows],
+                      "best_products": [r["best_product"] for r in rows],
+                      "delta_chi2_at_zero": [r["delta_chi2_at_zero"] for r in rows],
+                      "coupling_definition": "g with g_nu g_e = g^2 (flavour-universal)",
+                      "scans_converged": [r["converged"] for r in rows]}
+        if say:
+            say(f"      {curve}: g < " + ", ".join("-" if r["g"] is None else f"{r['g']:.2g}" for r in rows))
+    return out
+
+
+def plot_mediator_curves(ax, curves: dict, *, label: str = "", color=None, curve_names=None) -> None:
+    """Draw ``curves`` (as :func:`mediator_curves` returns) on the matplotlib axes ``ax`` (log–log),
+    one line style per curve; ``label`` prefixes the legend entries."""
+    styles = {"universal_vector": "-", "b_minus_l": ":", "scalar": "--"}
+    for curve in curve_names or curves:
+        d = curves[curve]
+        x = np.array(d["masses_mev"])
+        y = np.array([np.nan if g is None else g for g in d["couplings"]])
+        name = curve.replace("_", " ")
+        ax.loglog(x, y, styles.get(curve, "-"), marker="o", ms=3, color=color,
+                  label=f"{label}: {name}" if label else name)
+    ax.set_xlabel("mediator mass [MeV]")
+    ax.set_ylabel(r"coupling $g$ ($g_\nu g_e = g^2$), 90% CL upper limit")
