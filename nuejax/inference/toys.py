@@ -148,26 +148,83 @@ TOY_DESIGN = "generating point, its symmetry images, the Asimov fit's minima"
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False):
+def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
+                      mesh=None):
     """The two jitted kernels over rows (global and conditional fits) of a problem whose first
     ``k`` fitted parameters are the parameters of interest; compiled per problem structure (a
     second run does not recompile). They are separate programs: XLA:CPU can deadlock on one
     program that runs two batched Newton loops (eigh and Cholesky in each; docs/inference.md,
     "Known issue"), and the toy is cheap to draw twice from its key. ``asimov``: fit the Asimov
     data set at each row's generating point instead of a toy (the toys' start designs,
-    :func:`toy_starts`)."""
+    :func:`toy_starts`). ``mesh``: rows split over its devices, each device running its own rows
+    (:func:`_shard_rows`)."""
     opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
-    glob = jax.jit(jax.vmap(functools.partial(_global_row, **opts), in_axes=(None, 0, 0, 0, None)))
-    cond = jax.jit(jax.vmap(functools.partial(_cond_row, k=k, **opts), in_axes=(None, 0, 0, 0, 0, None)))
-    return glob, cond
+    glob = jax.vmap(functools.partial(_global_row, **opts), in_axes=(None, 0, 0, 0, None))
+    cond = jax.vmap(functools.partial(_cond_row, k=k, **opts), in_axes=(None, 0, 0, 0, 0, None))
+    if mesh is None:
+        return jax.jit(glob), jax.jit(cond)
+    if mesh.devices.flat[0].platform == "cpu":
+        return _one_device_at_a_time(jax.jit(glob), mesh), _one_device_at_a_time(jax.jit(cond), mesh)
+    return jax.jit(_shard_rows(glob, mesh, 3)), jax.jit(_shard_rows(cond, mesh, 4))
 
 
-def pass_kernels(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False) -> list:
+def _one_device_at_a_time(kernel, mesh):
+    """``kernel`` (a jitted row kernel: the problem, per-row arrays, the key) on each device's rows
+    in turn, each launch finished before the next: XLA:CPU's virtual devices share the cores, so
+    running them together gains nothing, and the batched Newton loops of four of them at once
+    stopped with every worker thread idle (docs/inference.md, "Several devices"). Returns numpy
+    arrays in row order."""
+    devices = list(mesh.devices.flat)
+
+    def run(problem, *args):
+        rows, key = args[:-1], args[-1]
+        outs = []
+        for dev in devices:
+            part = [next(sh.data for sh in a.addressable_shards if sh.device == dev) for a in rows]
+            outs.append(jax.tree_util.tree_map(np.asarray, kernel(problem, *part, key)))
+        return jax.tree_util.tree_map(lambda *o: np.concatenate(o), *outs)
+
+    return run
+
+
+def pass_kernels(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
+                 mesh=None) -> list:
     """The (global, conditional) kernels of :func:`compiled_toy_fits` for each pass of :data:`PASSES`
-    (its iteration cap, at most ``max_iter``)."""
+    (its iteration cap, at most ``max_iter``), on the devices of ``mesh`` (None: one device)."""
     caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
-    return [compiled_toy_fits(int(k), cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov)
-            for cap in caps]
+    return [compiled_toy_fits(int(k), cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov,
+                              mesh) for cap in caps]
+
+
+def rows_mesh(a):
+    """The mesh over which the rows of ``a`` are split (:func:`~nuejax.inference.runner.run_rows`
+    shards them), or None (one device, or not sharded)."""
+    sharding = getattr(a, "sharding", None)
+    if isinstance(sharding, jax.sharding.NamedSharding) and sharding.mesh.devices.size > 1:
+        return sharding.mesh
+    return None
+
+
+def _shard_rows(fun, mesh, n_row_args: int):
+    """``fun`` (a vmapped row kernel: the problem, ``n_row_args`` per-row arrays, the key) run on
+    each device's own rows (``shard_map``): each device's batched Newton loop stops when *its* rows
+    are done, with no collective inside. Under ``jit`` of a sharded batch (GSPMD) the batched
+    loop's condition is a reduction over every row of every device, an all-reduce per iteration:
+    the devices run in lock step until the slowest row anywhere is done, and on XLA:CPU with more
+    virtual devices than cores that rendezvous hung (docs/inference.md, "Several devices")."""
+    import inspect
+
+    from jax.sharding import PartitionSpec
+
+    shard_map = getattr(jax, "shard_map", None)
+    if shard_map is None:  # JAX < 0.6
+        from jax.experimental.shard_map import shard_map
+    params = inspect.signature(shard_map).parameters
+    # the loop's carry mixes per-device and replicated values: skip the replication check
+    no_check = {"check_vma": False} if "check_vma" in params else {"check_rep": False}
+    rows = PartitionSpec("rows")
+    return shard_map(fun, mesh=mesh, in_specs=(PartitionSpec(),) + (rows,) * n_row_args + (PartitionSpec(),),
+                     out_specs=rows, **no_check)
 
 
 def _in_passes(kernels, problem, rows: tuple, x0, key):
@@ -357,7 +414,7 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     (a fit still running after a pass continues from where it stopped in a launch of only such
     rows; at most 10 + (1 + CONTINUE_PASSES) ``max_iter`` iterations in all). ``parts``: see :func:`draw_parts`;
     ``resample``: :func:`resample_flags`. No checks: callers check once, eagerly."""
-    kernels = pass_kernels(k, max_iter, edm_tol, parts, resample)
+    kernels = pass_kernels(k, max_iter, edm_tol, parts, resample, mesh=rows_mesh(gen_x))
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     design_g, design_c = designs
     f_glob, x_glob, conv_g = _from_design([g for g, _ in kernels], shell, (gen_x, index), gen_x, design_g,
