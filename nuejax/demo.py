@@ -22,7 +22,6 @@ from __future__ import annotations
 import inspect
 import json
 import time
-import warnings
 from pathlib import Path
 
 import jax
@@ -88,12 +87,7 @@ def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, pro
     with ``plots``, ``spectrum.png``, ``profile_eps_ee_L.png`` and ``profile_mu_nu.png``.
     ``progress`` gets one line per step (``None``: silent). μ_ν values are in units of 1e-11 μ_B.
     """
-    from .model.checks import NonIntegerCountsWarning
-
-    with warnings.catch_warnings():
-        # the demo fits Asimov data (expected counts): non-integer by construction
-        warnings.simplefilter("ignore", NonIntegerCountsWarning)
-        return _run_demo(outdir, n_T, plots, progress)
+    return _run_demo(outdir, n_T, plots, progress)
 
 
 def _run_demo(outdir, n_T, plots, progress) -> dict:

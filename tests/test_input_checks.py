@@ -202,3 +202,49 @@ def test_mu_nu_in_bohr_magnetons_warns_and_bad_thresholds_raise(fm):
         with pytest.raises(ValueError, match="threshold must be finite and >= 0"):
             event_rate(src, threshold=bad)
     assert float(event_rate(src, threshold=0.1)) > 0
+
+
+class _Axis:
+    def __init__(self, edges):
+        self.edges = np.asarray(edges, dtype=float)
+
+
+class _Hist:
+    """The part of the UHI PlottableHistogram protocol a fit reads (``hist`` is not a test dependency)."""
+
+    def __init__(self, counts, edges, name="h"):
+        self.axes = (_Axis(edges),)
+        self._counts = np.asarray(counts, dtype=float)
+        self.name = name
+
+    def values(self):
+        return self._counts
+
+
+def test_a_histogram_is_fitted_only_on_the_model_binning(fm, data):
+    edges = np.asarray(fm.obs_edges)
+    r = fit(fm, _Hist(data, edges))
+    assert r.valid and abs(r.fval - fit(fm, data).fval) < 1e-9
+    shifted = edges + 0.5 * np.diff(edges).min()
+    with pytest.raises(InputError, match="edge"):
+        fit(fm, _Hist(data, shifted, name="shifted"))
+    with pytest.raises(InputError, match="shifted"):
+        batch_fit(fm, _Hist(data, shifted, name="shifted"))
+
+
+def test_fits_do_not_warn_on_asimov_data_and_file_readers_name_the_file(fm, tmp_path):
+    from nuejax.analyses.limits import read_counts
+    from nuejax.inference import cls_upper_limit
+
+    asimov = np.asarray(fm.asimov())
+    assert np.any(asimov != np.round(asimov))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NonIntegerCountsWarning)
+        fit(fm, asimov)
+        cls_upper_limit(fm, np.round(asimov), "mu_nu", [0.5, 1.0])
+    path = tmp_path / "counts.txt"
+    np.savetxt(path, asimov)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", NonIntegerCountsWarning)
+        read_counts(path, fm.n_obs)
+    assert [w for w in seen if issubclass(w.category, NonIntegerCountsWarning) and str(path) in str(w.message)]

@@ -95,7 +95,9 @@ class FitProblem:
         arrays = {k: v for k, v in init.items() if np.ndim(v) > 0}
         if arrays and not batch:
             raise ParameterError(f"start values must be scalars, got arrays for {sorted(arrays)}")
-        counts = model.likelihood.check_data(data, batch=batch)
+        # no NonIntegerCountsWarning here: fits see Asimov and weighted data on purpose; readers of
+        # raw data files warn, naming the file (nuejax.analyses.limits.read_counts)
+        counts = model.likelihood.check_data(data, batch=batch, warn_non_integer=False)
         dtype = jnp.result_type(float)
         if arrays:
             n_sets = counts.shape[0]

@@ -30,18 +30,26 @@ def is_traced(x) -> bool:
 
 
 def check_data(data, n_obs: int | None = None, *, batch: bool = False, name: str = "data",
-               warn_non_integer: bool = True) -> np.ndarray:
+               warn_non_integer: bool = True, edges=None) -> np.ndarray:
     """Validate observed counts and return them as a float numpy array.
 
     ``batch=False``: shape (n_obs,); ``batch=True``: shape (n, n_obs) (one row per data set).
     Raises :class:`~nuejax.errors.DataError` naming the row and bin of the first bad count
     (NaN, inf, negative) or the shape that does not match; nothing is broadcast. Non-integer
-    counts emit :class:`NonIntegerCountsWarning` (Asimov data are non-integer on purpose).
+    counts emit :class:`NonIntegerCountsWarning` with ``warn_non_integer`` (for raw data read from
+    a file: Asimov data are non-integer on purpose, so fits do not warn). A histogram object (UHI:
+    ``hist.Hist``, boost-histogram, an uproot TH1) is read with
+    :func:`~nuejax.io.histograms.spectrum_from_hist`, its binning checked against ``edges`` where
+    given (an InputError names the first edge that differs).
     """
     if is_traced(data):
         return data
     if hasattr(data, "values") and callable(data.values) and hasattr(data, "axes"):  # hist / UHI objects
-        data = data.values()
+        from ..io.histograms import spectrum_from_hist
+
+        known = edges is not None and not is_traced(edges)  # a model inside jit has traced edges
+        data = spectrum_from_hist(data, expected_edges=np.asarray(edges, dtype=float) if known else None,
+                                  name=getattr(data, "name", None) or name).counts
     n = float_array(data, name, "an array of counts")
     want = 2 if batch else 1
     shape_txt = "(n_sets, n_obs)" if batch else "(n_obs,)"

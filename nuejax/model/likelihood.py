@@ -148,7 +148,8 @@ class BinnedPoisson:
         """Checked counts (:func:`~nuejax.model.checks.check_data`): shape (n_obs,), or (n, n_obs) with ``batch``."""
         from .checks import check_data
 
-        return check_data(data, self.n_obs, batch=batch, name=name, warn_non_integer=warn_non_integer)
+        return check_data(data, self.n_obs, batch=batch, name=name, warn_non_integer=warn_non_integer,
+                          edges=self.obs_edges)
 
     def check_expected(self, expected, data) -> None:
         """Raise naming the first bin whose expectation is not finite, or <= 0 with data (:func:`check_expected`)."""
