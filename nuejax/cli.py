@@ -249,14 +249,19 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-def _cmd_xenonnt(args) -> int:
+def _mediator_masses(n: int):
+    """``--masses n``: n masses log-spaced over 0.01-100 MeV (none for 0)."""
     import numpy as np
 
+    return np.logspace(-2, 2, n) if n else ()
+
+
+def _cmd_xenonnt(args) -> int:
     from .analyses.xenonnt_run import run_xenonnt
 
     progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
     summary = run_xenonnt(args.out, n_toys=args.toys, unbinned=args.unbinned, plots=not args.no_plots,
-                          progress=progress, seed=args.seed, masses=np.logspace(-2, 2, args.masses), fc=not args.no_fc)
+                          progress=progress, seed=args.seed, masses=_mediator_masses(args.masses), fc=not args.no_fc)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -279,9 +284,7 @@ def _cmd_combine(args) -> int:
     from .analyses.combine_run import run_combine
 
     progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
-    import numpy as np
-
-    summary = run_combine(args.out, eps=not args.no_eps, masses=np.logspace(-2, 2, args.masses) if args.masses else (),
+    summary = run_combine(args.out, eps=not args.no_eps, masses=_mediator_masses(args.masses),
                           plots=not args.no_plots, progress=progress)
     if args.json:
         print(json.dumps(summary))

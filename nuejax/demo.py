@@ -87,10 +87,6 @@ def run_demo(outdir="nuejax_output", *, n_T: int = 2000, plots: bool = True, pro
     with ``plots``, ``spectrum.png``, ``profile_eps_ee_L.png`` and ``profile_mu_nu.png``.
     ``progress`` gets one line per step (``None``: silent). μ_ν values are in units of 1e-11 μ_B.
     """
-    return _run_demo(outdir, n_T, plots, progress)
-
-
-def _run_demo(outdir, n_T, plots, progress) -> dict:
     from .inference import fit, profile_scan
     from .model import components, fast_model
 

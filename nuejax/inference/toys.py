@@ -210,8 +210,9 @@ def _shard_rows(fun, mesh, n_row_args: int):
     each device's own rows (``shard_map``): each device's batched Newton loop stops when *its* rows
     are done, with no collective inside. Under ``jit`` of a sharded batch (GSPMD) the batched
     loop's condition is a reduction over every row of every device, an all-reduce per iteration:
-    the devices run in lock step until the slowest row anywhere is done, and on XLA:CPU with more
-    virtual devices than cores that rendezvous hung (docs/inference.md, "Several devices")."""
+    the devices run in lock step until the slowest row anywhere is done. Used on accelerators; on
+    XLA:CPU's virtual devices four such programs at once hung all the same, so there
+    :func:`_one_device_at_a_time` (docs/inference.md, "Several devices")."""
     import inspect
 
     from jax.sharding import PartitionSpec
