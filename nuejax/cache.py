@@ -37,6 +37,15 @@ per type. The result is then exactly the uncached one.
 
 The treedef is unpickled on a load, so the cache folder must be as trusted as your code: do not
 point ``NUEJAX_CACHE_DIR`` at a folder others can write.
+
+Compiled programs: :func:`enable_compilation_cache` switches on JAX's own persistent compilation
+cache in the ``xla/`` sub-folder (the commands do so before they compile anything; library users
+call it themselves, since it changes JAX's global configuration). Its entries are keyed by JAX
+(the program, the compile options, ``XLA_FLAGS``, the devices, the JAX version), so they need no
+fingerprint here; a file lock (``filelock``) makes two processes safe, and JAX evicts the least
+recently used programs above ``$NUEJAX_CACHE_MAX_MB``. ``NUEJAX_COMPILATION_CACHE=0`` (or
+``NUEJAX_CACHE=0``) keeps it off; a folder already set by the user
+(``JAX_COMPILATION_CACHE_DIR``) is kept.
 """
 
 from __future__ import annotations
@@ -65,7 +74,8 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "argument_key", "fingerprint", "source_digest",
-           "environment", "cache_info", "clear_cache", "prune_cache", "ENV_DIR", "ENV_SWITCH", "ENV_MAX_MB"]
+           "environment", "cache_info", "clear_cache", "prune_cache", "enable_compilation_cache",
+           "compilation_cache_dir", "ENV_DIR", "ENV_SWITCH", "ENV_MAX_MB", "ENV_COMPILATION_SWITCH"]
 
 #: Environment variable naming the cache folder.
 ENV_DIR = "NUEJAX_CACHE_DIR"
@@ -74,6 +84,8 @@ ENV_SWITCH = "NUEJAX_CACHE"
 #: Environment variable with the size [MB] above which a write removes stale entries (default 2000).
 ENV_MAX_MB = "NUEJAX_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 2000.0
+#: Environment variable switching JAX's persistent compilation cache (:func:`enable_compilation_cache`) off.
+ENV_COMPILATION_SWITCH = "NUEJAX_COMPILATION_CACHE"
 #: Version of the entry layout below; part of every key.
 FORMAT_VERSION = 1
 
@@ -99,6 +111,16 @@ def _warn_once(tag, message: str) -> None:
         warnings.warn(message, CacheWarning, stacklevel=3)
 
 
+def _switch(name: str) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    if value in _OFF:
+        return False
+    if value in _ON:
+        return True
+    raise InputError(f"{name}={os.environ[name]!r}: expected one of {', '.join(_OFF)} (off) "
+                     f"or {', '.join(v for v in _ON if v)} (on)")
+
+
 def cache_enabled() -> bool:
     """False when ``$NUEJAX_CACHE`` is ``0``, ``off``, ``false`` or ``no`` (any case); True when it is
     unset, empty, ``1``, ``on``, ``true`` or ``yes``.
@@ -106,13 +128,7 @@ def cache_enabled() -> bool:
     Raises:
         InputError: any other value (names the variable and the accepted values).
     """
-    value = os.environ.get(ENV_SWITCH, "").strip().lower()
-    if value in _OFF:
-        return False
-    if value in _ON:
-        return True
-    raise InputError(f"{ENV_SWITCH}={os.environ[ENV_SWITCH]!r}: expected one of {', '.join(_OFF)} (off) "
-                     f"or {', '.join(v for v in _ON if v)} (on)")
+    return _switch(ENV_SWITCH)
 
 
 def cache_dir() -> Path:
@@ -437,8 +453,9 @@ def cache_info() -> dict:
     """What the cache holds: ``path``, ``enabled``, ``entries`` and ``bytes`` (all nuejax entries
     in the folder), ``current_entries``/``current_bytes`` (those of this code, data and
     environment, :func:`fingerprint`; the others are stale), ``temporary_files`` (of writers
-    running now or killed), and ``by_kind`` (kind -> [entries, bytes]). Reads only file names and
-    sizes."""
+    running now or killed), ``by_kind`` (kind -> [entries, bytes]), and ``compiled_programs`` /
+    ``compiled_bytes`` (JAX's compilation cache in :func:`compilation_cache_dir`). Reads only
+    file names and sizes."""
     folder = cache_dir()
     env = fingerprint()[:12]
     info = dict(path=str(folder), enabled=cache_enabled(), entries=0, bytes=0, current_entries=0,
@@ -457,16 +474,22 @@ def cache_info() -> dict:
         if m["env"] == env:
             info["current_entries"] += 1
             info["current_bytes"] += size
+    compiled = [p for p in _compiled_files(compilation_cache_dir()) if p.name.endswith("-cache")]
+    info["compiled_programs"] = len(compiled)
+    info["compiled_bytes"] = sum(_size(p) for p in compiled)
     return info
 
 
 def clear_cache(*, stale_only: bool = False) -> tuple:
     """Remove the cache's entries (and writers' temporary files) from :func:`cache_dir`; with
     ``stale_only``, only entries of other code, data or environments than this process's.
-    Other files in the folder are left alone. Returns ``(files removed, bytes freed)``."""
+    Without it, the compiled programs of :func:`compilation_cache_dir` go too (JAX keys them by
+    its version itself, so none of them is stale in this sense). Other files in the folder are
+    left alone. Returns ``(files removed, bytes freed)``."""
     env = fingerprint()[:12] if stale_only else None
     n = freed = 0
-    for p in _entries(cache_dir()):
+    files = _entries(cache_dir()) + ([] if stale_only else _compiled_files(compilation_cache_dir()))
+    for p in files:
         m = _ENTRY.match(p.name)
         if stale_only and (m is None or m["env"] == env):
             continue
@@ -524,6 +547,61 @@ def prune_cache() -> tuple:
             continue
         n, freed, total = n + 1, freed + size, total - size
     return n, freed
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX's persistent compilation cache
+
+
+def compilation_cache_dir() -> Path:
+    """Where :func:`enable_compilation_cache` puts compiled programs: ``xla/`` in :func:`cache_dir`."""
+    return cache_dir() / "xla"
+
+
+def enable_compilation_cache(path=None, *, min_compile_time_s: float = 0.0) -> Path | None:
+    """Switch on JAX's persistent compilation cache (``jax_compilation_cache_dir``) in ``path``
+    (default :func:`compilation_cache_dir`), so that a later process loads the programs this one
+    compiled instead of compiling them again (docs/benchmarks.md, "Compilation cache", has what
+    it saves per command).
+
+    Every program that took at least ``min_compile_time_s`` to compile is stored (JAX's default
+    is 1 s; most of a model build is programs of 10-100 ms). The folder is capped at
+    ``$NUEJAX_CACHE_MAX_MB`` by JAX's least-recently-used eviction, under a file lock. Call it
+    before the first compilation: JAX decides once per process whether it uses the cache (a later
+    call resets that decision through JAX's private ``reset_cache``).
+
+    Returns the folder in use, or None when ``NUEJAX_COMPILATION_CACHE`` or ``NUEJAX_CACHE`` is off.
+    A folder the user set already (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``) is kept and
+    returned, with their settings.
+
+    Raises:
+        InputError: a bad value of one of the switches (names the variable).
+    """
+    on = _switch(ENV_COMPILATION_SWITCH)  # both read, so that a typo in either is reported
+    if not (cache_enabled() and on):
+        return None
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return Path(current)
+    folder = Path(path).expanduser() if path is not None else compilation_cache_dir()
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_s))
+    jax.config.update("jax_compilation_cache_max_size", int(_max_bytes()))
+    try:
+        from jax._src import compilation_cache as _cc
+
+        if _cc.is_initialized() or getattr(_cc, "_cache_checked", False):
+            _cc.reset_cache()
+    except (ImportError, AttributeError):  # a JAX without these private names: the switch applies
+        pass  # from the next process on, as documented above
+    return folder
+
+
+def _compiled_files(folder: Path) -> list:
+    try:
+        return [p for p in folder.iterdir() if p.name.endswith(("-cache", "-atime"))]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def describe_bytes(n: int) -> str:

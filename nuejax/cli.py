@@ -1,6 +1,9 @@
 """Command-line interface: ``nuejax <command>``.
 
-The CLI opts in to float64 explicitly (``nuejax.enable_x64()``) before building anything.
+The CLI opts in to float64 explicitly (``nuejax.enable_x64()``) before building anything, and
+switches on JAX's persistent compilation cache in the package's cache folder
+(:func:`nuejax.cache.enable_compilation_cache`; ``NUEJAX_COMPILATION_CACHE=0`` keeps it off);
+on GPUs it switches XLA's Triton GEMMs off (:data:`GPU_XLA_FLAG`).
 Every numeric option must be finite; commands that write files write them into ``nuejax_output/``
 of the current folder unless ``--out DIR`` (alias ``--outdir``) says otherwise. The magnetic
 moment ``--mu-nu`` is in units of 1e-11 Bohr magnetons, like everywhere in nuejax.
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import math
 import sys
 import time
@@ -408,6 +412,8 @@ def _cmd_cache(args) -> int:
         print(f"  {kind:>10}: {n} entries, {describe_bytes(b)}")
     if info["temporary_files"]:
         print(f"  {info['temporary_files']} temporary files of writers (running, or killed)")
+    print(f"JAX compilation cache: {info['compiled_programs']} programs, {describe_bytes(info['compiled_bytes'])}"
+          f" (NUEJAX_COMPILATION_CACHE=0 switches it off)")
     return 0
 
 
@@ -491,8 +497,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("injection", help="injection-recovery of eps_ee_L and mu_nu on Asimov data (paper Sec. VI.B)")
     _add_model_run_options(p, "figures")
     p.set_defaults(func=_cmd_injection)
-    p = sub.add_parser("cache", help="size and location of the on-disk cache of model tensors; --clear empties it")
-    p.add_argument("--clear", action="store_true", help="remove every cache entry (other files in the folder stay)")
+    p = sub.add_parser("cache", help="size and location of the on-disk caches (model tensors, compiled programs); "
+                                          "--clear empties them")
+    p.add_argument("--clear", action="store_true",
+                   help="remove every cache entry and compiled program (other files in the folder stay)")
     p.add_argument("--stale", action="store_true",
                    help="with --clear: remove only entries of other nuejax code, data or environments")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -500,9 +508,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: XLA flag the commands add on GPUs: with XLA's Triton GEMMs on, compiling the xenon model's profile
+#: scans failed on an H100 ("INTERNAL: No candidates could be compiled": the float64 Triton GEMM
+#: autotuner, on the response's Hessian contraction; JAX 0.11.2, 2026-11-26), so `nuejax xenonnt`
+#: and `nuejax combine` stopped there; cuBLAS does these contractions instead.
+GPU_XLA_FLAG = "--xla_gpu_enable_triton_gemm=false"
+
+
+def _gpu_xla_flags() -> None:
+    """Add :data:`GPU_XLA_FLAG` to ``XLA_FLAGS`` unless the user set that flag (either value);
+    before JAX starts its backends, which read the variable once. On the CPU it has no effect."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_gpu_enable_triton_gemm" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " " + GPU_XLA_FLAG).strip()
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    _gpu_xla_flags()
     enable_x64()
+    from .cache import enable_compilation_cache
+    from .errors import InputError
+
+    try:  # before anything compiles: JAX decides once per process (nuejax.cache)
+        enable_compilation_cache()
+    except InputError as err:  # a bad NUEJAX_CACHE or NUEJAX_COMPILATION_CACHE value
+        print(f"nuejax: error: {err}", file=sys.stderr)
+        return 2
     return args.func(args)
 
 

@@ -22,6 +22,11 @@ if "NUEJAX_TEST_CACHE_DIR" not in os.environ:
     os.environ["NUEJAX_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="nuejax-test-cache-")
     atexit.register(shutil.rmtree, os.environ["NUEJAX_TEST_CACHE_DIR"], ignore_errors=True)
 os.environ["NUEJAX_CACHE_DIR"] = os.environ["NUEJAX_TEST_CACHE_DIR"]
+# JAX's persistent compilation cache in the same folder (xla/), as the commands have it: the run's
+# processes (workers, the slow job's parts, commands in subprocesses) compile each program once
+from nuejax.cache import enable_compilation_cache  # noqa: E402
+
+enable_compilation_cache()
 
 import pytest  # noqa: E402
 

@@ -512,3 +512,61 @@ def test_writes_prune_stale_entries_above_the_size_limit(cache_folder, monkeypat
     monkeypatch.setenv(cache.ENV_MAX_MB, "lots")
     with pytest.raises(InputError, match="NUEJAX_CACHE_MAX_MB"):
         cache.cached("test", "x", {}, lambda: {"x": np.zeros(1)})
+
+
+_COMPILE_PROBE = textwrap.dedent("""
+    import json, sys
+    import jax
+    from nuejax.cache import enable_compilation_cache
+    events = []
+    jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+    folder = enable_compilation_cache()
+    print(json.dumps({"folder": None if folder is None else str(folder),
+                      "value": float(jax.jit(lambda x: (x * 3.0 + 1.0).sum())(jax.numpy.arange(7.0))),
+                      "hits": events.count("/jax/compilation_cache/cache_hits"),
+                      "misses": events.count("/jax/compilation_cache/cache_misses")}))
+""")
+
+
+def _compile_probe(env):
+    out = subprocess.run([sys.executable, "-c", _COMPILE_PROBE], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_compilation_cache_is_shared_by_processes_and_can_be_switched_off(tmp_path):
+    """enable_compilation_cache: a second process loads what the first compiled (a hit, no miss),
+    in xla/ of the cache folder; NUEJAX_COMPILATION_CACHE=0 and NUEJAX_CACHE=0 keep it off; a
+    folder the user set is kept; `nuejax cache --clear` removes the programs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    env["NUEJAX_CACHE_DIR"] = str(tmp_path / "c")
+    first = _compile_probe(env)
+    assert first["folder"] == str(tmp_path / "c" / "xla") and first["misses"] >= 1 and first["hits"] == 0
+    programs = sorted(p.name for p in (tmp_path / "c" / "xla").iterdir() if p.name.endswith("-cache"))
+    assert programs
+    second = _compile_probe(env)
+    assert second["hits"] >= 1 and second["misses"] == 0 and second["value"] == first["value"] == 70.0
+    for switch in ("NUEJAX_COMPILATION_CACHE", "NUEJAX_CACHE"):
+        off = _compile_probe(dict(env, **{switch: "0"}, NUEJAX_CACHE_DIR=str(tmp_path / switch)))
+        assert off["folder"] is None and off["hits"] == 0 and not (tmp_path / switch).exists()
+    # the user's folder and JAX's settings (programs under 1 s are not stored) are kept
+    own = _compile_probe(dict(env, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "own"),
+                              NUEJAX_CACHE_DIR=str(tmp_path / "d")))
+    assert own["folder"] == str(tmp_path / "own") and not (tmp_path / "d").exists()
+
+
+def test_cache_command_reports_and_clears_compiled_programs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path))
+    (tmp_path / "xla").mkdir()
+    for name in ("jit_f-0123-cache", "jit_f-0123-atime", "jit_g-4567-cache"):
+        (tmp_path / "xla" / name).write_bytes(b"x" * 10)
+    (tmp_path / "xla" / "notes.txt").write_text("mine")
+    info = cache.cache_info()
+    assert info["compiled_programs"] == 2 and info["compiled_bytes"] == 20
+    assert cache.clear_cache(stale_only=True) == (0, 0)  # programs are never stale in nuejax's sense
+    assert cache.clear_cache() == (3, 30)
+    assert sorted(p.name for p in (tmp_path / "xla").iterdir()) == ["notes.txt"]
+    monkeypatch.setenv("NUEJAX_COMPILATION_CACHE", "maybe")
+    with pytest.raises(InputError, match="NUEJAX_COMPILATION_CACHE='maybe'"):
+        cache.enable_compilation_cache()

@@ -22,6 +22,11 @@ import nuejax  # noqa: E402
 
 def main():
     nuejax.enable_x64()
+    # as the commands do: programs compiled for device 0 are shared by the runs on 1, 2 and 4
+    # devices (JAX leaves --xla_force_host_platform_device_count out of its key)
+    from nuejax.cache import enable_compilation_cache
+
+    enable_compilation_cache()
     from nuejax.inference import feldman_cousins
     from nuejax.model import borexino_like_model, fast_model
 

@@ -212,25 +212,40 @@ def default_chunk(n_par: int) -> int:
     return int(per * (64 if jax.default_backend() == "cpu" else 1) * n_dev)
 
 
-def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> dict:
+def _out_of_memory(err: Exception) -> bool:
+    return "RESOURCE_EXHAUSTED" in str(err) or "Out of memory" in str(err)
+
+
+def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
     """Run ``kernel`` on the rows, split over the mesh's devices, in launches of exactly
     ``per_launch`` rows per device (the last padded with copies of its first row, dropped after:
-    one compiled shape per run)."""
+    one compiled shape per run). A launch that runs out of device memory is retried with half as
+    many rows per device (down to one; each row depends on its own inputs alone, so the numbers
+    do not change): the rows an accelerator holds at once depend on the model (the xenon model's
+    toy fits asked an H100 for 113 GiB at 16384 rows). Returns ``(outputs, rows per device used)``."""
     n = len(next(iter(rows.values())))
     n_dev = mesh.devices.size
-    step = per_launch * n_dev
     sharding = NamedSharding(mesh, PartitionSpec("rows"))
     outs = []
-    for a in range(0, n, step):
+    a = 0
+    while a < n:
+        step = per_launch * n_dev
         part = {k: v[a:a + step] for k, v in rows.items()}
         m = len(next(iter(part.values())))
         pad = step - m
         if pad:
             part = {k: np.concatenate([v, np.repeat(v[:1], pad, axis=0)]) for k, v in part.items()}
-        part = {k: jax.device_put(jnp.asarray(v), sharding) for k, v in part.items()}
-        res = kernel(part)
-        outs.append({k: np.asarray(v)[:m] for k, v in res.items()})
-    return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
+        try:
+            part = {k: jax.device_put(jnp.asarray(v), sharding) for k, v in part.items()}
+            res = kernel(part)
+            outs.append({k: np.asarray(v)[:m] for k, v in res.items()})
+        except Exception as err:  # JAX raises its runtime error type, which moved between versions
+            if per_launch == 1 or not _out_of_memory(err):
+                raise
+            per_launch = max(1, per_launch // 2)
+            continue
+        a += m
+    return {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}, per_launch
 
 
 def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: RunStore | None = None,
@@ -254,7 +269,7 @@ def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: R
         got = store.load_chunk(k) if store is not None else None
         if got is None and k % n_shard == i_shard:
             part = {name: v[k * chunk:k * chunk + rows_k] for name, v in rows.items()}
-            got = _launch(kernel, part, mesh, min(per, -(-chunk // devices.size)))
+            got, per = _launch(kernel, part, mesh, min(per, -(-chunk // devices.size)))
             if store is not None:
                 store.save_chunk(k, got)
             if progress is not None:

@@ -170,17 +170,19 @@ def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resampl
 
 def _one_device_at_a_time(kernel, mesh):
     """``kernel`` (a jitted row kernel: the problem, per-row arrays, the key) on each device's rows
-    in turn, each launch finished before the next: XLA:CPU's virtual devices share the cores, so
-    running them together gains nothing, and the batched Newton loops of four of them at once
-    stopped with every worker thread idle (docs/inference.md, "Several devices"). Returns numpy
-    arrays in row order."""
+    in turn, each launch finished before the next, all of them on the mesh's first device:
+    XLA:CPU's virtual devices share the cores, so running them together gains nothing (and the
+    batched Newton loops of four of them at once stopped with every worker thread idle;
+    docs/inference.md, "Several devices"), and one device compiles each program once where four
+    compiled it four times. Returns numpy arrays in row order."""
     devices = list(mesh.devices.flat)
 
     def run(problem, *args):
         rows, key = args[:-1], args[-1]
         outs = []
         for dev in devices:
-            part = [next(sh.data for sh in a.addressable_shards if sh.device == dev) for a in rows]
+            part = [jax.device_put(next(sh.data for sh in a.addressable_shards if sh.device == dev), devices[0])
+                    for a in rows]
             outs.append(jax.tree_util.tree_map(np.asarray, kernel(problem, *part, key)))
         return jax.tree_util.tree_map(lambda *o: np.concatenate(o), *outs)
 

@@ -1,0 +1,96 @@
+"""Wall time of whole commands, first run and warm run, each in a fresh process (issue 29's targets).
+
+  python benchmarks/timings/command_times.py --cache DIR --out FILE.json demo borexino xenonnt
+
+For each command (``nuejax <command> --json --no-plots`` where it has ``--no-plots``): ``first``
+with an empty cache folder (no model tensors, no compiled programs: a fresh machine), ``warm`` on
+the cache that run left, and ``warm_no_compilation_cache`` with the tensor cache warm but JAX's
+compilation cache switched off (``NUEJAX_COMPILATION_CACHE=0``: what the warm runs cost before it
+existed). ``--runs`` picks some of these; ``--keep`` leaves the folder's caches in place, so that a
+later call (another device session) can time warm runs. Each record holds the command's own
+``seconds`` (from its JSON) beside the process's wall time, the date, the device and JAX's
+version. Results are appended to ``--out`` (a JSON list), so one file gathers several calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+NO_PLOTS = {"demo", "borexino", "xenonnt", "combine"}
+
+
+def _device() -> dict:
+    code = ("import json, jax, jaxlib; d = jax.devices()[0]; print(json.dumps({'backend': jax.default_backend(), "
+            "'device': d.device_kind, 'n_devices': len(jax.devices()), 'jax': jax.__version__}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        info["driver"] = drv.stdout.strip().splitlines()[0] if drv.returncode == 0 else None
+    except (FileNotFoundError, subprocess.TimeoutExpired, IndexError):
+        info["driver"] = None
+    info["cpu_count"] = os.cpu_count()
+    return info
+
+
+def _run(command: str, extra: list, env: dict, out_dir: Path) -> dict:
+    cmd = [sys.executable, "-m", "nuejax", command, "--json", "--out", str(out_dir)] + extra
+    if command in NO_PLOTS:
+        cmd.append("--no-plots")
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    rec = {"command": " ".join(["nuejax"] + cmd[3:]), "wall_s": wall, "rc": p.returncode,
+           "load_average_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
+    if p.returncode != 0:
+        rec["stderr_tail"] = p.stderr[-2000:]
+        return rec
+    try:
+        rec["seconds"] = json.loads(p.stdout.strip().splitlines()[-1]).get("seconds")
+    except (json.JSONDecodeError, IndexError, AttributeError):
+        rec["seconds"] = None
+    return rec
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("commands", nargs="+")
+    ap.add_argument("--cache", required=True, help="the cache folder (emptied before a first run)")
+    ap.add_argument("--out", required=True, help="JSON list the records are appended to")
+    ap.add_argument("--runs", default="first,warm,warm_no_compilation_cache")
+    ap.add_argument("--extra", default="", help="extra arguments for every command (one string)")
+    a = ap.parse_args(argv)
+    cache = Path(a.cache)
+    out = Path(a.out)
+    records = json.loads(out.read_text()) if out.exists() else []
+    dev = _device()
+    work = cache.parent / (cache.name + "-out")
+    for command in a.commands:
+        for run in a.runs.split(","):
+            env = {**os.environ, "NUEJAX_CACHE_DIR": str(cache)}
+            env.pop("JAX_COMPILATION_CACHE_DIR", None)
+            if run == "first":
+                shutil.rmtree(cache, ignore_errors=True)
+            elif run == "warm_no_compilation_cache":
+                env["NUEJAX_COMPILATION_CACHE"] = "0"
+            elif run != "warm":
+                raise SystemExit(f"--runs: unknown run {run!r} (first, warm, warm_no_compilation_cache)")
+            rec = dict(_run(command, a.extra.split(), env, work), run=run,
+                       date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **dev)
+            print(json.dumps(rec), flush=True)
+            records.append(rec)
+            out.write_text(json.dumps(records, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

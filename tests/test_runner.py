@@ -1,0 +1,46 @@
+"""The row runner (nuejax.inference.runner): a launch that runs out of device memory is retried
+with half the rows per launch, and the numbers are those of the full launch."""
+
+import numpy as np
+import pytest
+
+import jax
+from jax.sharding import Mesh
+
+from nuejax.inference import runner
+
+
+def _kernel(limit, sizes):
+    def kernel(part):
+        n = len(part["x"])
+        sizes.append(n)
+        if n > limit:  # the message of an XLA allocation failure (JAX's runtime error wraps it)
+            raise RuntimeError(f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {n} GiB")
+        return {"y": part["x"] ** 2 + part["z"]}
+    return kernel
+
+
+def test_a_launch_out_of_memory_is_retried_with_half_the_rows():
+    rows = {"x": np.arange(37.0), "z": np.linspace(0.0, 1.0, 37)}
+    mesh = Mesh(np.asarray(jax.devices()[:1]), ("rows",))
+    sizes = []
+    out, per = runner._launch(_kernel(5, sizes), rows, mesh, 16)
+    np.testing.assert_array_equal(out["y"], rows["x"] ** 2 + rows["z"])
+    assert per == 4 and sizes[:3] == [16, 8, 4] and set(sizes[3:]) == {4}
+    # chunked runs keep the smaller launch for the chunks after
+    sizes.clear()
+    got = runner.run_rows(_kernel(5, sizes), rows, chunk=16)
+    np.testing.assert_array_equal(got["y"], rows["x"] ** 2 + rows["z"])
+
+
+def test_other_errors_and_a_single_row_out_of_memory_are_raised():
+    rows = {"x": np.arange(3.0), "z": np.zeros(3)}
+    mesh = Mesh(np.asarray(jax.devices()[:1]), ("rows",))
+
+    def broken(part):
+        raise ValueError("not a memory problem")
+
+    with pytest.raises(ValueError, match="not a memory problem"):
+        runner._launch(broken, rows, mesh, 2)
+    with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
+        runner._launch(_kernel(0, []), rows, mesh, 2)
