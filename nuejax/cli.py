@@ -284,6 +284,36 @@ def _cmd_xenonnt(args) -> int:
     return 0
 
 
+def _cmd_run(args) -> int:
+    from .analyses.spec import run_spec
+    from .errors import InputError
+
+    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    try:
+        res = run_spec(args.spec, args.out, progress=progress)
+    except InputError as err:
+        print(f"nuejax run: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    for name, a in res["questions"].items():
+        if a["kind"] == "fit":
+            print(f"{name}: fit {'valid' if a['valid'] else 'NOT valid'}, -2 ln L = {a['nll']:.3f}, "
+                  f"{a['n_at_minimum']} of {a['n_starts']} starts at the minimum")
+            for k, v in a["values"].items():
+                err = a["errors"].get(k)
+                print(f"  {k} = {v:.6g}" + ("" if err is None else f" +- {err:.2g} (Hessian)"))
+        elif a["kind"] == "profile":
+            print(f"{name}: {a['poi']} {a['cl']:.0%} CL regions {a['regions']} (the best fit's: {a['interval']}; "
+                  f"{a['converged']} of {len(a['values'])} points converged)")
+        else:
+            print(f"{name}: {a['poi']} < " + ("(no crossing on the grid)" if a["upper"] is None else f"{a['upper']:.4g}")
+                  + f" at {a['cl']:.0%} CL (best fit {a['best']:.4g})")
+    print(f"wrote {args.out}/results.json; total {res['seconds']:.0f} s")
+    return 0
+
+
 def _cmd_combine(args) -> int:
     from .analyses.combine_run import run_combine
 
@@ -471,6 +501,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")
     _add_report_options(p)
     p.set_defaults(func=_cmd_xenonnt)
+    p = sub.add_parser("run", help="run the analysis of a specification file (TOML; docs/spec.md): its model, data "
+                                   "and questions (fits, profiles, upper limits)")
+    p.add_argument("spec", help="the specification file")
+    _add_out_option(p, "results.json")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_run)
     p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits, (eps_ee_L, "
                                        "eps_ee_R) regions and mediator curves, each experiment alone and combined")
     _add_out_option(p, "figures, scans and summary.json")

@@ -1,0 +1,326 @@
+"""Analyses as data: a TOML specification file names the model, the data, the parameter changes
+and the questions, and :func:`run_spec` answers them (``nuejax run SPEC``; docs/spec.md).
+
+A specification is validated against the published JSON schema
+``nuejax/analyses/analysis.schema.json`` (JSON Schema 2020-12, checked by ``jsonschema``) and then
+against what the schema cannot say (the keys a model kind needs, parameter names, files). Every
+error is an :class:`~nuejax.errors.InputError` naming the file, the key and its line.
+
+Paths inside a specification are relative to the specification's folder, so a folder of a spec
+and its data files can be moved or shared as one.
+
+Version 1 knows two model kinds: ``xenon`` (solar neutrinos on the atomic electrons of a xenon
+target, with a keV response and an efficiency: :func:`~nuejax.model.xenon.xenon_model`, the model
+of ``nuejax xenonnt``, for any binning, exposure, efficiency and background given in files), and
+``borexino_phase3`` (the packaged Borexino Phase-III analysis of ``nuejax borexino``:
+:func:`~nuejax.analyses.borexino.borexino_phase3_model`). Questions: ``fit`` (the multi-start
+bounded Newton fit, :func:`~nuejax.inference.newton_fit`), ``profile`` (a profile-likelihood scan
+and its regions at ``cl``, :func:`~nuejax.inference.profile_scan`) and ``upper_limit`` (the
+profile's one-sided upper limit at ``cl``, q̃ convention as
+:meth:`~nuejax.inference.results.ScanResult.upper_limit` states).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["SCHEMA", "load_spec", "build_spec", "run_spec"]
+
+#: The schema's resource name inside the package.
+SCHEMA = "analysis.schema.json"
+
+
+def _schema() -> dict:
+    return json.loads(resources.files("nuejax.analyses").joinpath(SCHEMA).read_text())
+
+
+def _toml_loads(text: str) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def _line_of(text: str, path) -> int | None:
+    """The line (1-based) of the key at ``path`` (keys and list indices) in the TOML ``text``:
+    the tables and arrays of tables are followed header by header, then ``key =`` inside the last
+    one; None when it cannot be located (e.g. inside an inline table)."""
+    lines = text.splitlines()
+    lo, hi = 0, len(lines)
+    prefix: list = []
+    path = list(path)
+    i = 0
+    found = None
+    while i < len(path):
+        key = path[i]
+        if isinstance(key, int):
+            i += 1
+            continue
+        dotted = ".".join(prefix + [str(key)])
+        nxt = path[i + 1] if i + 1 < len(path) else None
+        headers = [n for n in range(lo, hi) if re.match(r"^\s*\[\[?\s*" + re.escape(dotted) + r"\s*\]\]?\s*(#.*)?$",
+                                                       lines[n])]
+        if headers:
+            pick = nxt if isinstance(nxt, int) and nxt < len(headers) else 0
+            start = headers[pick]
+            end = next((n for n in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[n])), len(lines))
+            # a sub-table [a.b] ends the body of [a] but belongs to it: keep searching to the next table
+            # that is not under this prefix
+            lo, hi, found = start + 1, end, start + 1
+            prefix.append(str(key))
+            i += 1
+            continue
+        for n in range(lo, hi):
+            if re.match(r"^\s*" + re.escape(str(key)) + r"\s*=", lines[n]):
+                return n + 1
+        return found
+    return found
+
+
+def _where(name: str, text: str, path) -> str:
+    key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[")
+    line = _line_of(text, path)
+    return f"{name}:{line}: {key or '(top level)'}" if line else f"{name}: {key or '(top level)'}"
+
+
+def load_spec(path) -> dict:
+    """Read and validate the specification at ``path``. Returns the parsed dict, with
+    ``_file`` (the absolute path) and ``_text`` (its text) added for the messages.
+
+    Raises:
+        InputError: a file that is missing or not TOML (with the parser's line), or a
+            specification the schema rejects (the file, the key path and its line, what is wrong).
+    """
+    import jsonschema
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such specification file")
+    text = path.read_text()
+    try:
+        spec = _toml_loads(text)
+    except ValueError as err:  # tomllib.TOMLDecodeError is a ValueError; it names the line
+        raise InputError(f"{path}: not valid TOML: {err}") from err
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(spec), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        e = errors[0]
+        where = list(e.absolute_path)
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
+            where += extra[:1]  # point at the unknown key's own line
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise InputError(f"{_where(str(path), text, where)}: {e.message}{more}")
+    spec["_file"], spec["_text"] = str(path.resolve()), text
+    return spec
+
+
+def _fail(spec: dict, path, message: str):
+    raise InputError(f"{_where(spec['_file'], spec['_text'], path)}: {message}")
+
+
+def _file(spec: dict, path, rel: str) -> Path:
+    p = Path(rel)
+    if not p.is_absolute():
+        p = Path(spec["_file"]).parent / p
+    if not p.is_file():
+        _fail(spec, path, f"no such file {p}")
+    return p
+
+
+def _numbers(spec: dict, path, rel: str, columns: int | None = None) -> np.ndarray:
+    p = _file(spec, path, rel)
+    try:
+        a = np.loadtxt(p, ndmin=2, comments="#", delimiter=None)
+    except ValueError as err:
+        _fail(spec, path, f"{p} cannot be read as numbers: {err}")
+    if columns is not None and a.shape[1] != columns:
+        _fail(spec, path, f"{p} has {a.shape[1]} columns, expected {columns}")
+    if not np.all(np.isfinite(a)):
+        row = int(np.argwhere(~np.isfinite(a))[0][0])
+        _fail(spec, path, f"{p}: row {row + 1} is not finite")
+    return a
+
+
+_XENON_KEYS = {"edges_kev", "exposure_t_yr", "efficiency_file", "background_file", "resolution",
+               "resolution_uncertainty", "stepping", "signals"}
+_BOREXINO_KEYS = {"choices", "fast"}
+
+
+def _xenon(spec: dict):
+    from ..model.xenon import xenon_model
+
+    m = spec["model"]
+    for key in ("edges_kev", "exposure_t_yr"):
+        if key not in m:
+            _fail(spec, ["model"], f"model kind 'xenon' needs '{key}'")
+    edges = np.asarray(m["edges_kev"], dtype=float)
+    kw = {}
+    if "efficiency_file" in m:
+        table = _numbers(spec, ["model", "efficiency_file"], m["efficiency_file"], columns=2)
+        e, eff = table[:, 0], table[:, 1]
+        if np.any(np.diff(e) <= 0) or np.any(eff < 0) or np.any(eff > 1):
+            _fail(spec, ["model", "efficiency_file"], "needs increasing energies and efficiencies in [0, 1]")
+        if e[0] > edges[0] or e[-1] < edges[-1]:
+            _fail(spec, ["model", "efficiency_file"],
+                  f"covers {e[0]:g}-{e[-1]:g} keV, not the bins' {edges[0]:g}-{edges[-1]:g} keV")
+        kw["efficiency"] = lambda x, e=e, eff=eff: np.interp(x, e, eff)
+    if "background_file" in m:
+        bkg = _numbers(spec, ["model", "background_file"], m["background_file"]).ravel()
+        if bkg.size != edges.size - 1:
+            _fail(spec, ["model", "background_file"], f"has {bkg.size} numbers for {edges.size - 1} bins")
+        kw["background"] = bkg
+    for key in ("resolution", "resolution_uncertainty", "stepping"):
+        if key in m:
+            kw[key] = tuple(m[key]) if key == "resolution" else m[key]
+    if "signals" in m:
+        kw["signals"] = tuple(m["signals"])
+    try:
+        return xenon_model(edges, float(m["exposure_t_yr"]), **kw)
+    except InputError as err:
+        _fail(spec, ["model"], str(err))
+
+
+def _borexino(spec: dict):
+    from .borexino import Phase3Choices, borexino_phase3_model
+
+    m = spec["model"]
+    fields = Phase3Choices.__dataclass_fields__
+    unknown = sorted(set(m.get("choices", {})) - set(fields))
+    if unknown:
+        _fail(spec, ["model", "choices", unknown[0]], f"not a choice of the Phase-III analysis (choices: {', '.join(fields)})")
+    choices = {k: tuple(v) if isinstance(v, list) else v for k, v in m.get("choices", {}).items()}
+    model, data, _ = borexino_phase3_model(Phase3Choices(**choices), fast=m.get("fast", True))
+    return model, np.asarray(data.counts)
+
+
+def build_spec(spec: dict):
+    """The model and the observed counts of a validated specification (:func:`load_spec`), with
+    its parameter changes applied. Returns ``(model, counts)``."""
+    from .limits import read_counts
+
+    m = spec["model"]
+    kind = m["kind"]
+    wrong = sorted(set(m) - {"kind"} - (_XENON_KEYS if kind == "xenon" else _BOREXINO_KEYS))
+    if wrong:
+        _fail(spec, ["model", wrong[0]], f"not a key of model kind {kind!r}")
+    if kind == "xenon":
+        model, packaged = _xenon(spec), None
+    else:
+        model, packaged = _borexino(spec)
+    d = spec["data"]
+    if "packaged" in d:
+        if d["packaged"] != kind or packaged is None:
+            _fail(spec, ["data", "packaged"], f"no packaged data set {d['packaged']!r} for model kind {kind!r}")
+        counts = packaged
+    else:
+        counts = read_counts(_file(spec, ["data", "file"], d["file"]), model.n_obs)
+    p = spec.get("parameters", {})
+    if p.get("ssm_constrained"):
+        if kind != "borexino_phase3":
+            _fail(spec, ["parameters", "ssm_constrained"], "only for model kind 'borexino_phase3'")
+        from .borexino import sm_rates, ssm_constrained
+
+        model = ssm_constrained(model, sm_rates())
+    names = set(model.parameters.names)
+    for i, name in enumerate(p.get("release", [])):
+        if name not in names:
+            _fail(spec, ["parameters", "release"], f"{name!r} is not a parameter of this model "
+                                                   f"(parameters: {', '.join(model.parameters.names)})")
+    for name in p.get("fix", {}):
+        if name not in names:
+            _fail(spec, ["parameters", "fix", name], f"{name!r} is not a parameter of this model")
+    ps = model.parameters
+    if p.get("release"):
+        ps = ps.release(*p["release"])
+    if p.get("fix"):
+        ps = ps.fix(**{k: float(v) for k, v in p["fix"].items()})
+    return model.with_parameters(ps), counts
+
+
+def _check_question(spec, i, q, model):
+    kind = q["kind"]
+    needs = ("poi", "grid") if kind in ("profile", "upper_limit") else ()
+    for key in needs:
+        if key not in q:
+            _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs '{key}'")
+    if kind == "fit":
+        extra = sorted(set(q) & {"poi", "grid", "cl"})
+        if extra:
+            _fail(spec, ["questions", i, extra[0]], f"a fit takes no '{extra[0]}'")
+    if "poi" in q and q["poi"] not in model.parameters.free_names:
+        _fail(spec, ["questions", i, "poi"], f"{q['poi']!r} is not a free parameter (free: "
+                                             f"{', '.join(model.parameters.free_names)}; release it under [parameters])")
+    if "grid" in q and not q["grid"]["stop"] > q["grid"]["start"]:
+        _fail(spec, ["questions", i, "grid"], "needs stop > start")
+
+
+def run_spec(path, out=None, *, progress=None) -> dict:
+    """Answer every question of the specification at ``path`` in order; returns (and with
+    ``out``, writes into ``out/results.json``) ``{"name", "spec", "questions": {name: answer},
+    "seconds"}``. Answers: ``fit``: valid, −2 ln L, values, errors, parameters at a bound, how
+    many starts reached the minimum; ``profile``: the grid, Δχ², the regions at ``cl``, the one
+    containing the best fit; ``upper_limit``: the limit at ``cl`` (None when the profile stays
+    below the threshold on the grid) and its convention."""
+    from ..inference import newton_fit, profile_scan
+    from ..inference.starts import DEFAULT_STARTS
+
+    say = progress or (lambda msg: None)
+    t0 = time.perf_counter()
+    spec = load_spec(path)
+    names = [q["name"] for q in spec["questions"]]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        _fail(spec, ["questions", names.index(dup[0]), "name"], f"two questions are named {dup[0]!r}")
+    say(f"model: {spec['model']['kind']}")
+    model, counts = build_spec(spec)
+    for i, q in enumerate(spec["questions"]):
+        _check_question(spec, i, q, model)
+    answers = {}
+    best = None
+    for q in spec["questions"]:
+        starts = q.get("starts", DEFAULT_STARTS)
+        say(f"{q['name']}: {q['kind']}")
+        if q["kind"] == "fit" or best is None:
+            best = newton_fit(model, counts, one_sided=False, starts=starts)
+        if q["kind"] == "fit":
+            answers[q["name"]] = {"kind": "fit", "valid": bool(best.valid), "nll": float(best.fval),
+                                  "values": {n: float(best.params[n]) for n in best.names},
+                                  "errors": {n: best.errors.get(n) for n in best.names},
+                                  "at_bound": best.at_bound, "n_starts": int(best.n_starts),
+                                  "n_at_minimum": int(best.n_at_minimum),
+                                  "minima": [{"fval": float(mn["fval"]), "n_starts": int(mn["n_starts"])}
+                                             for mn in best.minima]}
+            continue
+        g = q["grid"]
+        grid = np.linspace(float(g["start"]), float(g["stop"]), int(g["num"]))
+        cl = float(q.get("cl", 0.9))
+        scan = profile_scan(model, counts, q["poi"], grid, global_fit=best, starts=starts)
+        if q["kind"] == "profile":
+            iv = scan.interval(cl)
+            answers[q["name"]] = {"kind": "profile", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
+                                  "delta_chi2": np.asarray(scan.delta_chi2).tolist(),
+                                  "regions": [list(r) for r in iv.regions], "interval": [iv.lower, iv.upper],
+                                  "convention": iv.convention, "converged": int(np.sum(scan.converged))}
+        else:
+            ul = scan.upper_limit(cl)
+            answers[q["name"]] = {"kind": "upper_limit", "poi": q["poi"], "cl": cl,
+                                  "upper": None if ul is None else float(ul),
+                                  "convention": scan.upper_limit_convention,
+                                  "best": float(best.params[q["poi"]])}
+    result = {"name": spec.get("name", Path(spec["_file"]).stem), "spec": spec["_file"], "questions": answers,
+              "seconds": time.perf_counter() - t0}
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "results.json").write_text(json.dumps(result, indent=2))
+    return result
