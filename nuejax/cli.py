@@ -233,7 +233,7 @@ def _cmd_closure(args) -> int:
 def _cmd_demo(args) -> int:
     from .demo import run_demo
 
-    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    progress = _progress(args)
     summary = run_demo(args.out, n_T=args.n_T, plots=not args.no_plots, progress=progress)
     if args.json:
         print(json.dumps(summary))
@@ -253,6 +253,13 @@ def _cmd_demo(args) -> int:
     return 0
 
 
+def _progress(args):
+    """The commands' progress lines: on stdout, or with ``--json`` on stderr (stdout then holds
+    the JSON object alone), so a long run is never silent."""
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    return lambda msg: print(msg, file=stream, flush=True)
+
+
 def _mediator_masses(n: int):
     """``--masses n``: n masses log-spaced over 0.01-100 MeV (none for 0)."""
     import numpy as np
@@ -263,7 +270,7 @@ def _mediator_masses(n: int):
 def _cmd_xenonnt(args) -> int:
     from .analyses.xenonnt_run import run_xenonnt
 
-    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    progress = _progress(args)
     summary = run_xenonnt(args.out, n_toys=args.toys, unbinned=args.unbinned, plots=not args.no_plots,
                           progress=progress, seed=args.seed, masses=_mediator_masses(args.masses), fc=not args.no_fc)
     if args.json:
@@ -288,7 +295,7 @@ def _cmd_run(args) -> int:
     from .analyses.spec import run_spec
     from .errors import InputError
 
-    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    progress = _progress(args)
     try:
         res = run_spec(args.spec, args.out, progress=progress)
     except InputError as err:
@@ -305,8 +312,14 @@ def _cmd_run(args) -> int:
                 err = a["errors"].get(k)
                 print(f"  {k} = {v:.6g}" + ("" if err is None else f" +- {err:.2g} (Hessian)"))
         elif a["kind"] == "profile":
-            print(f"{name}: {a['poi']} {a['cl']:.0%} CL regions {a['regions']} (the best fit's: {a['interval']}; "
-                  f"{a['converged']} of {len(a['values'])} points converged)")
+            def region(r):  # None: the region reaches that end of the scanned grid
+                lo = f"{r[0]:.4g}" if r[0] is not None else f"(grid start {a['values'][0]:g}, open)"
+                hi = f"{r[1]:.4g}" if r[1] is not None else f"(grid end {a['values'][-1]:g}, open)"
+                return f"[{lo}, {hi}]"
+
+            print(f"{name}: {a['poi']} {a['cl']:.0%} CL regions " + ", ".join(region(r) for r in a["regions"])
+                  + f"; the best fit's {region(a['interval'])}; {a['converged']} of {len(a['values'])} points "
+                  f"converged ({a['convention']})")
         else:
             print(f"{name}: {a['poi']} < " + ("(no crossing on the grid)" if a["upper"] is None else f"{a['upper']:.4g}")
                   + f" at {a['cl']:.0%} CL (best fit {a['best']:.4g})")
@@ -317,7 +330,7 @@ def _cmd_run(args) -> int:
 def _cmd_combine(args) -> int:
     from .analyses.combine_run import run_combine
 
-    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    progress = _progress(args)
     summary = run_combine(args.out, eps=not args.no_eps, masses=_mediator_masses(args.masses),
                           plots=not args.no_plots, progress=progress)
     if args.json:
@@ -335,7 +348,7 @@ def _cmd_borexino(args) -> int:
     from .analyses.borexino import Phase3Choices
     from .analyses.borexino_run import run_borexino
 
-    progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+    progress = _progress(args)
     extra = {} if args.starts is None else {"starts": args.starts}
     summary = run_borexino(args.out, choices=Phase3Choices(rebin=args.rebin), n_toys=args.toys,
                            plots=not args.no_plots, progress=progress, **extra)
@@ -368,7 +381,7 @@ def _cmd_borexino(args) -> int:
 def _cmd_injection(args) -> int:
     from .validation.injection import run_injection_recovery
 
-    progress = None if args.json else (lambda msg: print(msg, flush=True))
+    progress = _progress(args)
     results = run_injection_recovery(None if args.no_plots else args.out, n_T=args.n_T, progress=progress)
     out = {k: r.to_json_dict() for k, r in results.items()}
     if args.json:
@@ -386,7 +399,7 @@ def _cmd_limits(args) -> int:
     if args.merge:
         summary = merge_limits(args.merge, args.out)
     else:
-        progress = (lambda *_: None) if args.json else (lambda msg: print(msg, flush=True))
+        progress = _progress(args)
         summary = run_limits(args.out, n_toys=args.toys, n_grid=args.grid, n_T=args.n_T, data=args.data,
                              resume=args.resume, shard=args.shard, key=args.seed, plots=not args.no_plots,
                              progress=progress, chunk=args.chunk)

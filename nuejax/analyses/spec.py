@@ -22,6 +22,7 @@ profile's one-sided upper limit at ``cl``, q̃ convention as
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import sys
@@ -103,24 +104,30 @@ def load_spec(path) -> dict:
     """
     import jsonschema
 
-    path = Path(path)
+    path = Path(path).resolve()  # every message names the file the same way
     if not path.is_file():
         raise InputError(f"{path}: no such specification file")
     text = path.read_text()
     try:
         spec = _toml_loads(text)
-    except ValueError as err:  # tomllib.TOMLDecodeError is a ValueError; it names the line
-        raise InputError(f"{path}: not valid TOML: {err}") from err
+    except ValueError as err:  # tomllib.TOMLDecodeError is a ValueError; its message names the line
+        line = re.search(r"at line (\d+)", str(err))
+        raise InputError(f"{path}:{line.group(1) + ':' if line else ''} not valid TOML: {err}") from err
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(spec), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         e = errors[0]
         where = list(e.absolute_path)
         if e.validator == "additionalProperties" and isinstance(e.instance, dict):
-            extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
+            known = list(e.schema.get("properties", {}))
+            extra = sorted(set(e.instance) - set(known))
             where += extra[:1]  # point at the unknown key's own line
+            close = difflib.get_close_matches(extra[0], known, n=1) if extra else []
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (keys here: {', '.join(known)})"
+        else:
+            hint = ""
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise InputError(f"{_where(str(path), text, where)}: {e.message}{more}")
+        raise InputError(f"{_where(str(path), text, where)}: {e.message}{hint}{more}")
     spec["_file"], spec["_text"] = str(path.resolve()), text
     return spec
 
@@ -169,8 +176,13 @@ def _xenon(spec: dict):
     if "efficiency_file" in m:
         table = _numbers(spec, ["model", "efficiency_file"], m["efficiency_file"], columns=2)
         e, eff = table[:, 0], table[:, 1]
-        if np.any(np.diff(e) <= 0) or np.any(eff < 0) or np.any(eff > 1):
-            _fail(spec, ["model", "efficiency_file"], "needs increasing energies and efficiencies in [0, 1]")
+        if np.any(np.diff(e) <= 0):
+            row = int(np.argmax(np.diff(e) <= 0)) + 2
+            _fail(spec, ["model", "efficiency_file"], f"energies must increase (row {row}: {e[row - 1]:g} keV)")
+        if np.any(eff < 0) or np.any(eff > 1):
+            row = int(np.argmax((eff < 0) | (eff > 1))) + 1
+            _fail(spec, ["model", "efficiency_file"],
+                  f"efficiencies must lie in [0, 1] (row {row}: {eff[row - 1]:g}; a fraction, not a percentage)")
         if e[0] > edges[0] or e[-1] < edges[-1]:
             _fail(spec, ["model", "efficiency_file"],
                   f"covers {e[0]:g}-{e[-1]:g} keV, not the bins' {edges[0]:g}-{edges[-1]:g} keV")
@@ -224,7 +236,10 @@ def build_spec(spec: dict):
             _fail(spec, ["data", "packaged"], f"no packaged data set {d['packaged']!r} for model kind {kind!r}")
         counts = packaged
     else:
-        counts = read_counts(_file(spec, ["data", "file"], d["file"]), model.n_obs)
+        try:
+            counts = read_counts(_file(spec, ["data", "file"], d["file"]), model.n_obs)
+        except InputError as err:  # names the data file; add where the spec names it
+            _fail(spec, ["data", "file"], str(err))
     p = spec.get("parameters", {})
     if p.get("ssm_constrained"):
         if kind != "borexino_phase3":

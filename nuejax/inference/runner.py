@@ -82,41 +82,32 @@ def parse_shard(text) -> tuple[int, int]:
 
 # -- progress ----------------------------------------------------------------------------------------
 class Progress:
-    """A one-line progress bar on stderr with rate and ETA (plain lines when not a terminal)."""
+    """A progress bar on stderr with rate and ETA (``tqdm``; on a stream that is not a terminal,
+    a line every ``min_interval`` seconds). Rows loaded from a stored run leave the bar's total
+    (it counts what this process computes, so its rate and ETA are this process's) and are
+    counted beside it."""
 
     def __init__(self, total: int, label: str, unit: str = "toys", stream=None, min_interval: float = 2.0):
+        from tqdm import tqdm
+
         self.total, self.label, self.unit = int(total), label, unit
-        self.stream = sys.stderr if stream is None else stream
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        stream = sys.stderr if stream is None else stream
+        tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.bar = tqdm(total=self.total, desc=label, unit=unit, file=stream, dynamic_ncols=tty,
+                        mininterval=0.2 if tty else min_interval, ascii=not tty, leave=True)
         self.done = 0
-        self.t0 = time.perf_counter()
-        self.last = -1e9
-        self.min_interval = min_interval
-        self.fresh = 0  # rows computed here (not loaded): the rate counts only those
+        self.fresh = 0  # rows computed here (not loaded)
 
     def update(self, n: int, computed: bool = True) -> None:
         self.done += int(n)
-        self.fresh += int(n) if computed else 0
-        now = time.perf_counter()
-        if self.done >= self.total or now - self.last >= (0.2 if self.tty else self.min_interval):
-            self.last = now
-            self._write(now)
-
-    def _write(self, now) -> None:
-        el = now - self.t0
-        rate = self.fresh / el if el > 0 else 0.0
-        left = self.total - self.done
-        eta = left / rate if rate > 0 else float("nan")
-        width = 24
-        fill = int(width * self.done / max(self.total, 1))
-        bar = "#" * fill + "-" * (width - fill)
-        eta_txt = "--" if not np.isfinite(eta) else time.strftime("%H:%M:%S", time.gmtime(eta))
-        msg = (f"{self.label} [{bar}] {self.done}/{self.total} {self.unit}  {rate:,.0f} {self.unit}/s  "
-               f"ETA {eta_txt}")
-        self.stream.write(("\r" + msg) if self.tty else (msg + "\n"))
-        if self.tty and self.done >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
+        if computed:
+            self.fresh += int(n)
+            self.bar.update(int(n))
+        else:  # loaded rows leave the bar (its total is what this process computes) and are named
+            self.bar.total -= int(n)
+            self.bar.set_postfix_str(f"{self.done - self.fresh} loaded from the run folder")
+        if self.done >= self.total:
+            self.bar.close()
 
 
 # -- storage -------------------------------------------------------------------------------------------
