@@ -126,3 +126,25 @@ def test_a_wrong_number_of_counts_names_the_data_file(tmp_path):
     np.savetxt(tmp_path / "counts.txt", np.ones(5))
     with pytest.raises(InputError, match=r"analysis.toml:12: data.file: .*counts.txt: has 5 bins"):
         build_spec(load_spec(path))
+
+
+def test_shipped_specs_validate_and_run_by_name():
+    from nuejax.analyses.spec import shipped_specs
+
+    names = shipped_specs()
+    assert {"borexino_phase3_cno", "borexino_phase3_mu_nu", "borexino_phase3_nsi"} <= set(names)
+    for name in names:
+        spec = load_spec(name)  # a name, not a path: the shipped file
+        assert spec["_file"].endswith(f"specs/{name}.toml") and spec["questions"]
+    with pytest.raises(InputError, match="shipped specs: borexino_phase3_cno"):
+        load_spec("borexino_phase3_cn")
+
+
+def test_values_and_grid_are_exclusive(tmp_path):
+    spec = SPEC.replace("grid = {start = 0.0, stop = 2.0, num = 21}\ncl", "values = [0.0, 1.0, 0.5]\ncl", 1)
+    path = _experiment(tmp_path, spec)
+    with pytest.raises(InputError, match=r"analysis.toml:25: questions\[1\].values: must increase"):
+        run_spec(path)
+    path = _experiment(tmp_path, SPEC.replace("cl = 0.9", "values = [0.0, 1.0]\ncl = 0.9", 1))
+    with pytest.raises(InputError, match=r"analysis.toml:2\d: questions\[1\]: .*needs one of 'grid' or 'values'"):
+        run_spec(path)

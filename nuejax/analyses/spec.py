@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["SCHEMA", "load_spec", "build_spec", "run_spec"]
+__all__ = ["SCHEMA", "load_spec", "build_spec", "run_spec", "shipped_specs"]
 
 #: The schema's resource name inside the package.
 SCHEMA = "analysis.schema.json"
@@ -42,6 +42,13 @@ SCHEMA = "analysis.schema.json"
 
 def _schema() -> dict:
     return json.loads(resources.files("nuejax.analyses").joinpath(SCHEMA).read_text())
+
+
+def shipped_specs() -> list:
+    """The names of the specifications shipped in ``nuejax/analyses/specs/`` (``nuejax run NAME``
+    runs one)."""
+    folder = resources.files("nuejax.analyses").joinpath("specs")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
 def _toml_loads(text: str) -> dict:
@@ -95,7 +102,8 @@ def _where(name: str, text: str, path) -> str:
 
 
 def load_spec(path) -> dict:
-    """Read and validate the specification at ``path``. Returns the parsed dict, with
+    """Read and validate the specification at ``path`` (or the shipped one of that name,
+    :func:`shipped_specs`, when no such file exists). Returns the parsed dict, with
     ``_file`` (the absolute path) and ``_text`` (its text) added for the messages.
 
     Raises:
@@ -104,9 +112,12 @@ def load_spec(path) -> dict:
     """
     import jsonschema
 
-    path = Path(path).resolve()  # every message names the file the same way
+    path = Path(path)
+    if not path.is_file() and path.suffix == "" and path.name in shipped_specs():
+        path = Path(str(resources.files("nuejax.analyses").joinpath("specs", path.name + ".toml")))
+    path = path.resolve()  # every message names the file the same way
     if not path.is_file():
-        raise InputError(f"{path}: no such specification file")
+        raise InputError(f"{path}: no such specification file (shipped specs: {', '.join(shipped_specs())})")
     text = path.read_text()
     try:
         spec = _toml_loads(text)
@@ -265,12 +276,15 @@ def build_spec(spec: dict):
 
 def _check_question(spec, i, q, model):
     kind = q["kind"]
-    needs = ("poi", "grid") if kind in ("profile", "upper_limit") else ()
-    for key in needs:
-        if key not in q:
-            _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs '{key}'")
+    if kind in ("profile", "upper_limit"):
+        if "poi" not in q:
+            _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs 'poi'")
+        if ("grid" in q) == ("values" in q):
+            _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs one of 'grid' or 'values'")
+        if "values" in q and not np.all(np.diff(q["values"]) > 0):
+            _fail(spec, ["questions", i, "values"], "must increase")
     if kind == "fit":
-        extra = sorted(set(q) & {"poi", "grid", "cl"})
+        extra = sorted(set(q) & {"poi", "grid", "values", "cl", "max_iter"})
         if extra:
             _fail(spec, ["questions", i, extra[0]], f"a fit takes no '{extra[0]}'")
     if "poi" in q and q["poi"] not in model.parameters.free_names:
@@ -317,10 +331,14 @@ def run_spec(path, out=None, *, progress=None) -> dict:
                                   "minima": [{"fval": float(mn["fval"]), "n_starts": int(mn["n_starts"])}
                                              for mn in best.minima]}
             continue
-        g = q["grid"]
-        grid = np.linspace(float(g["start"]), float(g["stop"]), int(g["num"]))
+        if "values" in q:
+            grid = np.asarray(q["values"], dtype=float)
+        else:
+            g = q["grid"]
+            grid = np.linspace(float(g["start"]), float(g["stop"]), int(g["num"]))
         cl = float(q.get("cl", 0.9))
-        scan = profile_scan(model, counts, q["poi"], grid, global_fit=best, starts=starts)
+        kw = {"n_iter": int(q["max_iter"])} if "max_iter" in q else {}
+        scan = profile_scan(model, counts, q["poi"], grid, global_fit=best, starts=starts, **kw)
         if q["kind"] == "profile":
             iv = scan.interval(cl)
             answers[q["name"]] = {"kind": "profile", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
