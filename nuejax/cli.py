@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import math
+import os
 import sys
 import time
 

@@ -148,3 +148,11 @@ def test_values_and_grid_are_exclusive(tmp_path):
     path = _experiment(tmp_path, SPEC.replace("cl = 0.9", "values = [0.0, 1.0]\ncl = 0.9", 1))
     with pytest.raises(InputError, match=r"analysis.toml:2\d: questions\[1\]: .*needs one of 'grid' or 'values'"):
         run_spec(path)
+
+
+def test_a_key_of_a_sub_table_is_located_on_its_own_line(tmp_path):
+    path = tmp_path / "bx.toml"
+    path.write_text('version = 1\n\n[model]\nkind = "borexino_phase3"\n\n[model.choices]\nrebin = 4\nrebinn = 2\n\n'
+                    '[data]\npackaged = "borexino_phase3"\n\n[[questions]]\nname = "fit"\nkind = "fit"\n')
+    with pytest.raises(InputError, match=r"bx.toml:8: model.choices.rebinn: not a choice of the Phase-III analysis"):
+        build_spec(load_spec(path))

@@ -22,8 +22,8 @@ import nuejax  # noqa: E402
 
 def main():
     nuejax.enable_x64()
-    # as the commands do: programs compiled for device 0 are shared by the runs on 1, 2 and 4
-    # devices (JAX leaves --xla_force_host_platform_device_count out of its key)
+    # as the commands do: a repeated run with the same number of devices loads its programs (runs
+    # on 1, 2 and 4 devices share none: JAX's key holds the device topology)
     from nuejax.cache import enable_compilation_cache
 
     enable_compilation_cache()

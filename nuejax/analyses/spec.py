@@ -76,14 +76,14 @@ def _line_of(text: str, path) -> int | None:
             continue
         dotted = ".".join(prefix + [str(key)])
         nxt = path[i + 1] if i + 1 < len(path) else None
-        headers = [n for n in range(lo, hi) if re.match(r"^\s*\[\[?\s*" + re.escape(dotted) + r"\s*\]\]?\s*(#.*)?$",
-                                                       lines[n])]
+        # a table's header may stand anywhere in the file (a sub-table [a.b] comes after the body
+        # of [a], which ends at the next header), so headers are looked for in every line
+        headers = [n for n in range(len(lines))
+                   if re.match(r"^\s*\[\[?\s*" + re.escape(dotted) + r"\s*\]\]?\s*(#.*)?$", lines[n])]
         if headers:
             pick = nxt if isinstance(nxt, int) and nxt < len(headers) else 0
             start = headers[pick]
             end = next((n for n in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[n])), len(lines))
-            # a sub-table [a.b] ends the body of [a] but belongs to it: keep searching to the next table
-            # that is not under this prefix
             lo, hi, found = start + 1, end, start + 1
             prefix.append(str(key))
             i += 1
@@ -259,7 +259,7 @@ def build_spec(spec: dict):
 
         model = ssm_constrained(model, sm_rates())
     names = set(model.parameters.names)
-    for i, name in enumerate(p.get("release", [])):
+    for name in p.get("release", []):
         if name not in names:
             _fail(spec, ["parameters", "release"], f"{name!r} is not a parameter of this model "
                                                    f"(parameters: {', '.join(model.parameters.names)})")

@@ -96,16 +96,16 @@ class Progress:
         self.bar = tqdm(total=self.total, desc=label, unit=unit, file=stream, dynamic_ncols=tty,
                         mininterval=0.2 if tty else min_interval, ascii=not tty, leave=True)
         self.done = 0
-        self.fresh = 0  # rows computed here (not loaded)
+        self.loaded = 0  # rows loaded from a stored run, not computed here
 
     def update(self, n: int, computed: bool = True) -> None:
         self.done += int(n)
         if computed:
-            self.fresh += int(n)
             self.bar.update(int(n))
         else:  # loaded rows leave the bar (its total is what this process computes) and are named
+            self.loaded += int(n)
             self.bar.total -= int(n)
-            self.bar.set_postfix_str(f"{self.done - self.fresh} loaded from the run folder")
+            self.bar.set_postfix_str(f"{self.loaded} loaded from the run folder")
         if self.done >= self.total:
             self.bar.close()
 
