@@ -4,7 +4,8 @@ Building the default model compiles about 160 small XLA programs (the analytic r
 histograms, SM spectra and precomputed cross sections of nine spectra, and eight background
 templates; 13 s of a fresh process on 2 CPU cores). Their outputs depend only on the builder's arguments and on nuejax's own code and
 data, so :func:`cached` stores them once and later builds load them (docs/model.md, "On-disk
-cache of model tensors").
+cache of model tensors"); so is the response calibration of the Borexino Phase-III analysis
+(:func:`~nuejax.detector.calibration.calibrate_response`).
 
 Where: ``$NUEJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/nuejax``, else ``~/.cache/nuejax``.
 ``NUEJAX_CACHE=0`` (or ``off``, ``false``, ``no``) disables it. :func:`cache_info` reports

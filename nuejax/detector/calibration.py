@@ -29,6 +29,7 @@ uncertainty, by trust-region least squares (``scipy.optimize.least_squares``) wi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple
@@ -37,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..cache import cached
 from ..errors import InputError
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
@@ -181,6 +183,17 @@ def calibrate_response(targets, edges, *, start: KeVResponse = KeVResponse(), lo
     x0 = np.array(list(start) + ([1.0] * len(targets) if fit_norms else []), dtype=float)
     if np.any(x0 < lo) or np.any(x0 > hi):
         raise InputError(f"response calibration: start {start} outside the bounds {lower} .. {upper}")
+    arguments = dict(targets=tuple(targets), edges=e, start=start, lower=lower, upper=upper, fit_norms=fit_norms,
+                     n_T=n_T, n_E=n_E, solar_model=solar_model, osc=osc, radiative=radiative, max_iter=max_iter)
+    # deterministic and ~20 s of a fresh process on 2 cores (mostly compiling the predictions and
+    # their Jacobian): stored in the on-disk cache of nuejax.cache, keyed by every argument
+    fields = cached("calibration", "response", arguments,
+                    lambda: dataclasses.asdict(_calibrate(targets, e, start, lo, hi, x0, fit_norms, n_T, n_E,
+                                                          solar_model, osc, radiative, max_iter)))
+    return CalibrationResult(**{k: (KeVResponse(*v) if k == "response" else v) for k, v in fields.items()})
+
+
+def _calibrate(targets, e, start, lo, hi, x0, fit_norms, n_T, n_E, solar_model, osc, radiative, max_iter):
     # Newton works on parameters of order one
     unit = np.array([1000.0, 0.01, 1.0, 0.01] + [1.0] * (len(targets) if fit_norms else 0))
     table = quenching_table()
