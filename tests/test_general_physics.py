@@ -91,13 +91,13 @@ def test_light_mediators_equal_the_amplitude_calculation(mass):
     rho = _random_state(rng)
     gL, gR = ref.tree_couplings()
     g_nu = np.array([1.0, 2.0, -1.5])
-    mine = dsigma_dT_state(T, E, rho, GeneralPhysics(vector_coupling=g_nu, vector_mass=mass), radiative=False)
+    mine = dsigma_dT_state(T, E, rho, GeneralPhysics(zprime_coupling=g_nu, zprime_mass=mass), radiative=False)
     theirs = ref.dsigma_dT_vector_mediator(T, E, rho, gL, gR, g_nu * 1e-6, 1e-6, mass)
     np.testing.assert_allclose(np.asarray(mine), theirs, rtol=1e-12)
     s = scalar_mediator_dsigma_dT(T, E, 3.0, mass)
     np.testing.assert_allclose(np.asarray(s), ref.dsigma_dT_scalar_mediator(T, E, 3e-6, 1e-6, mass), rtol=1e-12)
     # the scalar adds incoherently to the weak part in the state cross section
-    both = dsigma_dT_state(T, E, rho, GeneralPhysics(scalar_coupling=3.0, scalar_mass=mass), radiative=False)
+    both = dsigma_dT_state(T, E, rho, GeneralPhysics(phi_coupling=3.0, phi_mass=mass), radiative=False)
     np.testing.assert_allclose(np.asarray(both), ref.dsigma_dT_general(T, E, rho, gL, gR) + np.asarray(s), rtol=1e-12)
 
 
@@ -106,7 +106,7 @@ def test_heavy_mediators_are_contact_interactions():
     rho = _random_state(rng)
     m, c = 1e4, 5e3  # 10 GeV; coupling in 1e-12
     eps = c * 1e-12 / (2 * math.sqrt(2) * G_F * m**2)
-    heavy = dsigma_dT_state(T, E, rho, GeneralPhysics(vector_coupling=c, vector_mass=m))
+    heavy = dsigma_dT_state(T, E, rho, GeneralPhysics(zprime_coupling=c, zprime_mass=m))
     contact = dsigma_dT_state(T, E, rho, GeneralPhysics(eps_L=np.eye(3) * eps, eps_R=np.eye(3) * eps))
     # the propagator differs from the contact one by 2 m_e T / m^2 < 1e-8 here
     np.testing.assert_allclose(np.asarray(heavy), np.asarray(contact), rtol=1e-10)
@@ -295,11 +295,11 @@ def test_bad_general_options_are_named():
                                np.asarray(dsigma_dT_state(T, E, np.eye(3) / 3, NewPhysics(eps_L=(0.1, 0.0, 0.3)))))
     # massless mediators at T = 0: no NaN (values or gradients); their rates need a threshold
     f = lambda c: dsigma_dT_state(jnp.array([0.0, 0.1]), E, np.eye(3) / 3,  # noqa: E731
-                                  GeneralPhysics(vector_coupling=c, vector_mass=0.0, scalar_coupling=c,
-                                                 scalar_mass=0.0)).sum()
+                                  GeneralPhysics(zprime_coupling=c, zprime_mass=0.0, phi_coupling=c,
+                                                 phi_mass=0.0)).sum()
     assert np.isfinite(float(f(1.0))) and np.isfinite(float(jax.grad(f)(1.0)))
     with pytest.raises(ValueError, match="massless"):
-        event_rate_general(build_source("7Be_862"), GeneralPhysics(scalar_coupling=1.0, scalar_mass=0.0))
+        event_rate_general(build_source("7Be_862"), GeneralPhysics(phi_coupling=1.0, phi_mass=0.0))
     with pytest.raises(ValueError, match="end point"):
         day_night_asymmetry(build_source("7Be_862"), earth_exposure("borexino", n_bins=4), OSC, threshold=0.7)
     assert np.asarray(hermitian([1.0, 2.0, 3.0], [0.1, 0.2, 0.3], [0.4, 0.5, 0.6]))[1, 0] == pytest.approx(0.1 - 0.4j)

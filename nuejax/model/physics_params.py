@@ -87,8 +87,8 @@ def general_physics_from_params(p) -> GeneralPhysics:
         return hermitian(diag, re, im)
 
     return GeneralPhysics(eps_L=matrix("L"), eps_R=matrix("R"), mu_nu=g("mu_nu"),
-                          vector_coupling=g("zprime_coupling"), vector_mass=g("zprime_mass", jnp.full((), 10.0)),
-                          scalar_coupling=g("phi_coupling"), scalar_mass=g("phi_mass", jnp.full((), 10.0)))
+                          zprime_coupling=g("zprime_coupling"), zprime_mass=g("zprime_mass", jnp.full((), 10.0)),
+                          phi_coupling=g("phi_coupling"), phi_mass=g("phi_mass", jnp.full((), 10.0)))
 
 
 def production_nodes(parameters: ParameterSet) -> int | None:

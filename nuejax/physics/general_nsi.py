@@ -95,10 +95,10 @@ class _GeneralPhysicsFields(NamedTuple):
     eps_L: jax.Array | np.ndarray = np.zeros((3, 3), dtype=complex)
     eps_R: jax.Array | np.ndarray = np.zeros((3, 3), dtype=complex)
     mu_nu: jax.Array | float = 0.0
-    vector_coupling: jax.Array | float = 0.0
-    vector_mass: jax.Array | float = 10.0
-    scalar_coupling: jax.Array | float = 0.0
-    scalar_mass: jax.Array | float = 10.0
+    zprime_coupling: jax.Array | float = 0.0
+    zprime_mass: jax.Array | float = 10.0
+    phi_coupling: jax.Array | float = 0.0
+    phi_mass: jax.Array | float = 10.0
 
 
 def _concrete(x) -> bool:
@@ -129,12 +129,15 @@ class GeneralPhysics(_GeneralPhysicsFields):
         with :func:`hermitian`), flavours e, μ, τ.
     mu_nu:
         magnetic moment in units of 1e-11 μ_B, scalar (effective) or (3,) (per flavour, diagonal).
-    vector_coupling, vector_mass:
-        :math:`g_\nu^\alpha g_e` of a vector mediator in units of :data:`MEDIATOR_COUPLING_UNIT`
+    zprime_coupling, zprime_mass:
+        :math:`g_\nu^\alpha g_e` of a vector mediator Z′ in units of :data:`MEDIATOR_COUPLING_UNIT`
         (scalar: flavour-universal; (3,): per flavour) and its mass [MeV] (default 10).
-    scalar_coupling, scalar_mass:
-        :math:`g_\nu g_e` of a scalar mediator (units of :data:`MEDIATOR_COUPLING_UNIT`) and its
+    phi_coupling, phi_mass:
+        :math:`g_\nu g_e` of a scalar mediator φ (units of :data:`MEDIATOR_COUPLING_UNIT`) and its
         mass [MeV] (default 10).
+
+    The mediator fields have the names of the model parameters they come from
+    (:mod:`nuejax.model.physics_params`) and of the ``nuejax rates`` options (``--zprime-coupling``).
 
     Concrete (NumPy or Python) ``eps_L``/``eps_R`` of shape (3,) are taken as diagonals; a (3, 3)
     one that is not Hermitian, or any other shape, raises ``ValueError``; a concrete ``mu_nu``
@@ -145,10 +148,10 @@ class GeneralPhysics(_GeneralPhysicsFields):
     __slots__ = ()
 
     def __new__(cls, eps_L=np.zeros((3, 3), dtype=complex), eps_R=np.zeros((3, 3), dtype=complex), mu_nu=0.0,
-                vector_coupling=0.0, vector_mass=10.0, scalar_coupling=0.0, scalar_mass=10.0):
+                zprime_coupling=0.0, zprime_mass=10.0, phi_coupling=0.0, phi_mass=10.0):
         check_mu_nu_unit(mu_nu)
         return super().__new__(cls, _nsi_matrix(eps_L, "eps_L"), _nsi_matrix(eps_R, "eps_R"), mu_nu,
-                               vector_coupling, vector_mass, scalar_coupling, scalar_mass)
+                               zprime_coupling, zprime_mass, phi_coupling, phi_mass)
 
     @classmethod
     def from_new_physics(cls, physics: NewPhysics) -> "GeneralPhysics":
@@ -161,7 +164,7 @@ class GeneralPhysics(_GeneralPhysicsFields):
         \varepsilon^R` plus the vector mediator's forward-scattering (:math:`q^2 = 0`) term
         :math:`2 g_\nu^\alpha g_e/(2\sqrt2 G_F m^2)` on the diagonal (a contact potential: valid for
         masses far above the inverse size of the Sun, 10⁻¹⁷ MeV)."""
-        v0 = 2.0 * vector_mediator_epsilon(jnp.zeros(()), self.vector_coupling, self.vector_mass)
+        v0 = 2.0 * vector_mediator_epsilon(jnp.zeros(()), self.zprime_coupling, self.zprime_mass)
         return jnp.asarray(self.eps_L) + jnp.asarray(self.eps_R) + jnp.diag(v0)
 
 
@@ -203,7 +206,7 @@ def _anticommutator_half(a, b):
 
 def _couplings(gL, gR, T, physics: GeneralPhysics):
     """G_L, G_R (..., 3, 3): SM couplings (+ the vector mediator's eps(T)) on the diagonal, plus eps."""
-    v = vector_mediator_epsilon(T, physics.vector_coupling, physics.vector_mass)
+    v = vector_mediator_epsilon(T, physics.zprime_coupling, physics.zprime_mass)
     eye = jnp.eye(3)
     GL = (gL + v)[..., None] * eye + jnp.asarray(physics.eps_L)
     GR = (gR + v)[..., None] * eye + jnp.asarray(physics.eps_R)
@@ -223,7 +226,7 @@ def dsigma_dT_matrix(T, E, physics: GeneralPhysics = GeneralPhysics(), *, radiat
     Kc = K.astype(GL.dtype)[..., None, None, :]
     Q = Kc[..., 0] * (GL @ GL) + Kc[..., 1] * (GR @ GR) + Kc[..., 2] * _anticommutator_half(GL, GR)
     mm = dsigma_dT_mm_unchecked(T, E, physics.mu_nu, in_sigma0_units=True)  # (..., 3): diagonal in flavour
-    scalar = jnp.asarray(physics.scalar_coupling) ** 2 * _scalar_shape(T_s, E_s, physics.scalar_mass)
+    scalar = jnp.asarray(physics.phi_coupling) ** 2 * _scalar_shape(T_s, E_s, physics.phi_mass)
     Q = Q + (mm + scalar[..., None])[..., None] * jnp.eye(3)
     unit = 1.0 if in_sigma0_units else SIGMA0_PER_MEV
     return jnp.where(valid[..., None, None], unit * Q, 0.0)
@@ -263,6 +266,6 @@ def trace_form(R, gL, gR, T, physics: GeneralPhysics):
          + tr(R_abc[..., 2, :, :], _anticommutator_half(GL, GR)))
     f = f + R_mu @ mm_couplings2(physics.mu_nu, in_sigma0_units=True)
     # h_phi(T) E^2 = the scalar shape without its 1/E^2, which R_phi carries
-    f = f + R_phi * jnp.asarray(physics.scalar_coupling) ** 2 * _scalar_shape(T, 1.0, physics.scalar_mass)
+    f = f + R_phi * jnp.asarray(physics.phi_coupling) ** 2 * _scalar_shape(T, 1.0, physics.phi_mass)
     return f
 

@@ -386,8 +386,8 @@ def check_rate_threshold(physics, threshold) -> None:
             return
         mu = np.asarray(getattr(physics, "mu_nu", 0.0), dtype=float)
         massless = [bool(np.any(np.asarray(c) != 0) and np.any(np.asarray(m) == 0))
-                    for c, m in ((getattr(physics, "vector_coupling", 0.0), getattr(physics, "vector_mass", 1.0)),
-                                 (getattr(physics, "scalar_coupling", 0.0), getattr(physics, "scalar_mass", 1.0)))]
+                    for c, m in ((getattr(physics, "zprime_coupling", 0.0), getattr(physics, "zprime_mass", 1.0)),
+                                 (getattr(physics, "phi_coupling", 0.0), getattr(physics, "phi_mass", 1.0)))]
     except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
         return  # traced: not checked
     if np.any(mu != 0):
