@@ -302,3 +302,32 @@ def test_second_cost_and_scan_reuse_the_compiled_code(models):
     n_scan = solve._cache_size()
     profile_scan(fm, data, "eps_ee_L", grid + 0.01, global_fit=rf)
     assert solve._cache_size() == n_scan
+    # a scan of another parameter of the same model is the same problem (the scanned parameters
+    # are pinned coordinates of the model-ordered fit): no new program
+    profile_scan(fm, data, "mu_nu", np.linspace(0.0, 4.0, 4), global_fit=rf)
+    assert solve._cache_size() == n_scan
+
+
+def test_pinned_coordinates_equal_fixed_parameters(models):
+    """A fit with a coordinate pinned (Pins) is the fit with that parameter fixed: same -2 ln L and
+    end point (to the solver's rounding), converged, the pinned coordinate never reported on a bound,
+    also where the pinned value sits on its bound (mu_nu = 0)."""
+    from nuejax.inference.fitting import compiled_solver
+    from nuejax.inference.problem import Pins
+
+    _, fm, data = models
+    solve = compiled_solver(200, 1e-8, "fixed")
+    for value in (0.0, 2.5):
+        narrow = FitProblem.create(fm, data, fixed_names=("mu_nu",))
+        wide = narrow.with_names(tuple(n for n in narrow.value_names if n in set(narrow.names) | {"mu_nu"}))
+        i = wide.names.index("mu_nu")
+        ref = solve(narrow, jnp.full((1, 1), value), narrow.start()[None])
+        mask = np.zeros((1, len(wide.names)), dtype=bool)
+        mask[0, i] = True
+        pins = Pins(jnp.asarray(mask), jnp.asarray(np.where(mask, value, 0.0)))
+        got = solve(wide, pins, wide.start()[None])
+        keep = [k for k in range(len(wide.names)) if k != i]
+        assert bool(ref.converged[0]) and bool(got.converged[0])
+        assert float(got.fun[0]) == pytest.approx(float(ref.fun[0]), abs=1e-9)
+        np.testing.assert_allclose(np.asarray(got.x[0])[keep], np.asarray(ref.x[0]), rtol=1e-6, atol=1e-8)
+        assert float(got.x[0, i]) == value and not bool(got.at_lower[0, i]) and not bool(got.at_upper[0, i])

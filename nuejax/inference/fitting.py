@@ -23,7 +23,7 @@ import numpy as np
 from ..model.likelihood import BinnedPoisson, poisson_nll
 from .newton import STATUS, kkt, minimize_bounded, snap_to_bounds
 from .newton import scale as newton_scale
-from .problem import FitProblem
+from .problem import FitProblem, Pins, pin_penalty
 from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
@@ -117,6 +117,10 @@ def value_grad_hessian(x, args):
     w = 2.0 * jnp.where(n > 0, n / (safe * safe), 0.0)  # d^2(-2 ln L)/d mu^2
     vc, gc = jax.value_and_grad(c_fn)(x)
     H = J.T @ (w[:, None] * J) + jax.hessian(c_fn)(x)
+    if isinstance(fixed, Pins):  # the pinned coordinates' decoupled quadratic (pin_penalty)
+        vc = vc + pin_penalty(x, fixed)
+        gc = gc + jnp.where(fixed.mask, 2.0 * (x - fixed.values), 0.0)
+        H = H + jnp.diag(jnp.where(fixed.mask, 2.0, 0.0).astype(H.dtype))
     nonlin = np.flatnonzero(~np.asarray(mask))
     if nonlin.size:
         r_fixed = jax.lax.stop_gradient(r)
@@ -130,11 +134,18 @@ def _solve(problem, fixed, x0, *, max_iter, edm_tol, single=False):
     vgh = value_grad_hessian if linear_mask(problem.model, problem.names) is not None else None
     args = (problem, fixed)
     lo, hi = problem.lower, problem.upper
+    pins = fixed if isinstance(fixed, Pins) else None
+    if pins is not None:  # pinned coordinates start (and stay) at their values
+        x0 = jnp.where(pins.mask, pins.values, x0)
     if x0.ndim == 2:  # candidate starts (profile_starts): the lowest finite -2 ln L in the box
         cand = jnp.clip(x0, jnp.asarray(lo, dtype=x0.dtype), jnp.asarray(hi, dtype=x0.dtype))
         fs = jax.vmap(lambda x: objective(x, args))(cand)
         x0 = cand[jnp.argmin(jnp.where(jnp.isfinite(fs), fs, jnp.inf))]
-    return minimize_bounded(objective, x0, args, lo, hi, max_iter=max_iter, edm_tol=edm_tol, vgh=vgh, single=single)
+    r = minimize_bounded(objective, x0, args, lo, hi, max_iter=max_iter, edm_tol=edm_tol, vgh=vgh, single=single,
+                         pinned=None if pins is None else pins.mask)
+    if pins is not None:  # -2 ln L itself (the penalty is zero up to the steps' rounding)
+        r = r._replace(fun=r.fun - pin_penalty(r.x, pins))
+    return r
 
 
 def profile_starts(fit: FitResult, fixed_names: tuple, names: tuple, points, lower, upper) -> np.ndarray:

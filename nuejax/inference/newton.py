@@ -86,7 +86,7 @@ def _masked_eigh(Hs, free):
     return jnp.linalg.eigh(jnp.where(jnp.isfinite(Hm), Hm, 0.0))
 
 
-def kkt(x, g, H, lower, upper, *, edm_tol=1e-8, scale=None):
+def kkt(x, g, H, lower, upper, *, edm_tol=1e-8, scale=None, pinned=None):
     """First- and second-order KKT test of a bound-constrained minimum at ``x`` (module docstring).
 
     A coordinate on a bound is *binding* when its gradient does not point inward (multiplier
@@ -96,13 +96,16 @@ def kkt(x, g, H, lower, upper, *, edm_tol=1e-8, scale=None):
     model lowers -2 ln L by less than ``edm_tol`` across the whole bound range (rounding); that
     is checked too.
     Returns ``(converged, edm, at_lower, at_upper, min_eig)``. jax-traceable; ``lower``/``upper``
-    may hold ±inf.
+    may hold ±inf. ``pinned`` (bool per coordinate): coordinates held at a value by a decoupled
+    quadratic (:class:`~nuejax.inference.problem.Pins`), never counted as on a bound.
     """
     s = _scale(H, jnp.ones_like(x) if scale is None else scale, _s_max(lower, upper))
     # a gradient of rounding size (|g s| <= 1e-8, EDM share 5e-17) counts as zero, whatever its sign
     tiny = jnp.abs(g * s) <= 1e-8
     at_lower = (x <= lower) & ((g >= 0) | tiny)
     at_upper = (x >= upper) & ((g <= 0) | tiny) & ~at_lower
+    if pinned is not None:
+        at_lower, at_upper = at_lower & ~pinned, at_upper & ~pinned
     bound = at_lower | at_upper
     free = ~bound
     gs = jnp.where(free, g * s, 0.0)
@@ -150,40 +153,39 @@ def _value_grad_hess(fun):
 
 
 def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_tol: float = 1e-8,
-                     vgh=None, single: bool = False) -> NewtonResult:
+                     vgh=None, single: bool = False, pinned=None) -> NewtonResult:
     """Minimise ``fun(x, args)`` (scalar, jax-traceable) over the box [lower, upper] from ``x0``.
 
     ``x0`` is clipped into the box (public fitting functions reject starts outside it).
     ``vmap`` over ``x0`` or ``args`` fits a batch in one launch. ``vgh(x, args) -> (value,
     gradient, Hessian)`` replaces the autodiff of ``fun`` where given (the same function, computed
     another way: :func:`nuejax.inference.fitting.value_grad_hessian`). See the module docstring
-    for the method and :data:`STATUS` for the outcome codes. ``single=True`` (a fit that is not
-    vmapped) skips the last evaluation where no coordinate snaps onto a bound; under ``vmap`` that
-    ``lax.cond`` becomes a select of both branches, and a 200-point profile scan took 6.2-6.9 s
-    with it against 4.6-4.9 s without (2 CPU cores), so batches keep the plain evaluation.
+    for the method and :data:`STATUS` for the outcome codes.
+
+    The program holds ``vgh`` once: the evaluation at the start, every Newton step's and the
+    final snap onto the bounds are iterations of one ``lax.while_loop`` (phases 0, 1 and 2), so
+    XLA compiles the likelihood's derivatives once, not three times (a solver of the Borexino
+    Phase-III model compiled in about half the time; benchmarks/NOTES.md). A fit whose end point
+    has no coordinate to snap skips phase 2. ``single`` is accepted for compatibility and has no
+    effect. ``pinned`` (bool per coordinate, optional): coordinates that ``fun`` holds at a value
+    (:class:`~nuejax.inference.problem.Pins`): never on a bound in the KKT test, never snapped.
     """
+    del single
     lower = jnp.asarray(np.asarray(lower, dtype=float))
     upper = jnp.asarray(np.asarray(upper, dtype=float))
     x0 = jnp.clip(jnp.asarray(x0), lower, upper)
     lower = lower.astype(x0.dtype)
     upper = upper.astype(x0.dtype)
     vgh = _value_grad_hess(fun) if vgh is None else vgh
-    f0, g0, H0 = vgh(x0, args)
     s_max = _s_max(lower, upper)
-    s0 = _scale(H0, jnp.maximum(jnp.abs(x0), 1.0) * 0.1, s_max)
+    s_start = jnp.maximum(jnp.abs(x0), 1.0) * 0.1
+    n = x0.shape[-1]
+    dtype = x0.dtype
+    false = jnp.zeros(n, dtype=bool)
 
-    def check(x, g, H, s):
-        return kkt(x, g, H, lower, upper, edm_tol=edm_tol, scale=s)
-
-    conv0, edm0 = check(x0, g0, H0, s0)[:2]
-    conv0 = conv0 & jnp.isfinite(f0)
-    status0 = jnp.where(jnp.isfinite(f0), jnp.where(conv0, 0, 1), 3)
-
-    def cond(state):
-        return (state["status"] == 1) & (state["it"] < max_iter)
-
-    def body(st):
-        x, f, g, H, lam = st["x"], st["f"], st["g"], st["H"], st["lam"]
+    def newton_step(st):
+        """Phase 1's proposal from the current point (module docstring: active set, free step)."""
+        x, g, H, lam = st["x"], st["g"], st["H"], st["lam"]
         s = _scale(H, st["s"], s_max)
         gs = g * s
         Hs = s[:, None] * H * s[None, :]
@@ -202,51 +204,83 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         sign = jnp.where(jnp.abs(slope) > 1e-12, -jnp.sign(slope), jnp.where(inward >= 0, 1.0, -1.0))
         step = step + jnp.where(w[0] < -_PD_RTOL, sign * v / (1.0 + lam), 0.0)
         step = jnp.where(free, step, -gs / (1.0 + lam))
-        x_new = _to_bounds(jnp.clip(x + s * step, lower, upper), g, s, lower, upper, tol=1e-6)
-        f_new, g_new, H_new = vgh(x_new, args)
-        conv_new, edm_new = check(x_new, g_new, H_new, _scale(H_new, s, s_max))[:2]
-        finite = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(g_new)) & jnp.all(jnp.isfinite(H_new))
-        # Within edm_tol of the minimum, differences of -2 ln L reach its rounding (the paper
-        # workload's bins hold 1e7 counts: ~1e-8), and comparing values alone rejected good steps
-        # until the damping hit its ceiling; there a step that lowers the EDM is taken as well.
-        ok = finite & ((f_new <= f) | ((f_new <= f + edm_tol) & (edm_new < st["edm"])))
-        x, f = jnp.where(ok, x_new, x), jnp.where(ok, f_new, f)
-        g, H = jnp.where(ok, g_new, g), jnp.where(ok, H_new, H)
-        edm = jnp.where(ok, edm_new, st["edm"])
-        lam = jnp.where(ok, jnp.maximum(lam / 5.0, 1e-12), lam * 10.0)
-        conv = ok & conv_new
-        status = jnp.where(conv, 0, jnp.where(lam >= _LAMBDA_MAX, 2, 1))
-        return dict(x=x, f=f, g=g, H=H, lam=lam, s=s, status=status, it=st["it"] + 1, edm=edm)
+        return _to_bounds(jnp.clip(x + s * step, lower, upper), g, s, lower, upper, tol=1e-6), s
 
-    init = dict(x=x0, f=f0, g=g0, H=H0, lam=jnp.asarray(1e-3, dtype=f0.dtype), s=s0, status=status0,
-                it=jnp.asarray(0), edm=edm0)
+    def end_of_phase_1(st):
+        """Last, coordinates next to a bound are moved onto it if -2 ln L rises by less than
+        edm_tol: a minimum on a bound with vanishing curvature (mu_nu = 0) is otherwise approached
+        only geometrically. Returns the snapped point, its scale and whether anything moved."""
+        s_end = _scale(st["H"], st["s"], s_max)
+        x_s = snap_to_bounds(st["x"], s_end, lower, upper)
+        if pinned is not None:
+            x_s = jnp.where(pinned, st["x"], x_s)
+        return x_s, s_end, jnp.any(x_s != st["x"])
+
+    def cond(st):
+        return st["phase"] < 3
+
+    def body(st):
+        phase = st["phase"]
+        x_n, s_n = newton_step(st)
+        x_s, s_end, _ = end_of_phase_1(st)
+        y = jnp.where(phase == 0, x0, jnp.where(phase == 1, x_n, x_s))
+        f_y, g_y, H_y = vgh(y, args)
+        prev_s = jnp.where(phase == 0, s_start, jnp.where(phase == 1, s_n, s_end))
+        chk = kkt(y, g_y, H_y, lower, upper, edm_tol=edm_tol, scale=_scale(H_y, prev_s, s_max), pinned=pinned)
+        conv_y, edm_y = chk[0], chk[1]
+        finite = jnp.isfinite(f_y) & jnp.all(jnp.isfinite(g_y)) & jnp.all(jnp.isfinite(H_y))
+
+        # phase 0: the start (a start that is already a minimum, or not finite, goes to phase 2)
+        conv0 = conv_y & jnp.isfinite(f_y)
+        st0 = dict(st, x=y, f=f_y, g=g_y, H=H_y, s=_scale(H_y, s_start, s_max), edm=edm_y,
+                   status=jnp.where(jnp.isfinite(f_y), jnp.where(conv0, 0, 1), 3), chk=chk)
+
+        # phase 1: a Newton step, accepted if -2 ln L does not increase. Within edm_tol of the
+        # minimum, differences of -2 ln L reach its rounding (the paper workload's bins hold 1e7
+        # counts: ~1e-8), and comparing values alone rejected good steps until the damping hit
+        # its ceiling; there a step that lowers the EDM is taken as well.
+        ok = finite & ((f_y <= st["f"]) | ((f_y <= st["f"] + edm_tol) & (edm_y < st["edm"])))
+        keep = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
+        lam = jnp.where(ok, jnp.maximum(st["lam"] / 5.0, 1e-12), st["lam"] * 10.0)
+        st1 = dict(st, x=keep(y, st["x"]), f=keep(f_y, st["f"]), g=keep(g_y, st["g"]), H=keep(H_y, st["H"]),
+                   lam=lam, s=s_n, edm=keep(edm_y, st["edm"]), it=st["it"] + 1,
+                   status=jnp.where(ok & conv_y, 0, jnp.where(lam >= _LAMBDA_MAX, 2, 1)),
+                   chk=jax.tree_util.tree_map(keep, chk, st["chk"]))
+
+        # phase 2: the snapped point is kept if it passes the KKT test itself, or if the point
+        # before the snap did: then a certified minimum lies within edm_tol of it in -2 ln L (a
+        # negative curvature of mu_nu at 0 that a mu_nu^4 term overwhelms is not a reason to
+        # report mu_nu = 1e-4 instead of 0)
+        chk_x = st["chk"]
+        snap_ok = jnp.isfinite(f_y) & (f_y <= st["f"] + edm_tol) & jnp.all(jnp.isfinite(g_y)) \
+            & jnp.all(jnp.isfinite(H_y))
+        take = snap_ok & (chk[0] | chk_x[0])
+        pick = lambda a, b: jnp.where(take, a, b)  # noqa: E731
+        use_s = take & chk[0]
+        st2 = dict(st, x=pick(y, st["x"]), f=pick(f_y, st["f"]), g=pick(g_y, st["g"]), H=pick(H_y, st["H"]),
+                   chk=(pick(chk[0] | chk_x[0], chk_x[0]), jnp.where(use_s, chk[1], chk_x[1]), pick(chk[2], chk_x[2]),
+                        pick(chk[3], chk_x[3]), jnp.where(use_s, chk[4], chk_x[4])))
+
+        new = jax.tree_util.tree_map(lambda a, b, c: jnp.where(phase == 0, a, jnp.where(phase == 1, b, c)),
+                                     st0, st1, st2)
+        # next phase: 1 while the Newton loop runs, 2 to snap (skipped where nothing would move),
+        # 3 done
+        running = (new["status"] == 1) & (new["it"] < max_iter)
+        moves = end_of_phase_1(new)[2]
+        after_1 = jnp.where(running, 1, jnp.where(moves, 2, 3))
+        new["phase"] = jnp.where(phase <= 1, after_1, 3)
+        return new
+
+    zero = jnp.zeros((), dtype)
+    chk0 = (jnp.zeros((), bool), jnp.asarray(jnp.inf, dtype), false, false, zero)
+    init = dict(x=x0, f=jnp.asarray(jnp.inf, dtype), g=jnp.zeros(n, dtype), H=jnp.zeros((n, n), dtype),
+                lam=jnp.asarray(1e-3, dtype=dtype), s=s_start, status=jnp.asarray(1), it=jnp.asarray(0),
+                edm=jnp.asarray(jnp.inf, dtype), chk=chk0, phase=jnp.asarray(0))
     st = jax.lax.while_loop(cond, body, init)
-    # Last, move coordinates next to a bound onto it if -2 ln L rises by less than edm_tol: a
-    # minimum on a bound with vanishing curvature (mu_nu = 0) is otherwise approached only
-    # geometrically. The snapped point is kept if it passes the KKT test itself, or if the point
-    # before the snap did: then a certified minimum lies within edm_tol of it in -2 ln L (a
-    # negative curvature of mu_nu at 0 that a mu_nu^4 term overwhelms is not a reason to report
-    # mu_nu = 1e-4 instead of 0).
-    s_end = _scale(st["H"], st["s"], s_max)
-    x_s = snap_to_bounds(st["x"], s_end, lower, upper)
-    if single:  # nothing snaps: the evaluation is skipped (one Hessian less per fit)
-        f_s, g_s, H_s = jax.lax.cond(jnp.any(x_s != st["x"]), lambda: vgh(x_s, args),
-                                     lambda: (st["f"], st["g"], st["H"]))
-    else:
-        f_s, g_s, H_s = vgh(x_s, args)
-    snap_ok = jnp.any(x_s != st["x"]) & jnp.isfinite(f_s) & (f_s <= st["f"] + edm_tol) \
-        & jnp.all(jnp.isfinite(g_s)) & jnp.all(jnp.isfinite(H_s))
-    chk_x = check(st["x"], st["g"], st["H"], s_end)
-    chk_s = check(x_s, g_s, H_s, _scale(H_s, s_end, s_max))
-    take = snap_ok & (chk_s[0] | chk_x[0])
-    pick = lambda a, b: jnp.where(take, a, b)  # noqa: E731
-    x, f, g, H = pick(x_s, st["x"]), pick(f_s, st["f"]), pick(g_s, st["g"]), pick(H_s, st["H"])
-    use_s = take & chk_s[0]
-    edm, min_eig = (jnp.where(use_s, a, b) for a, b in zip(chk_s[1:5:3], chk_x[1:5:3]))
-    at_lo, at_hi = pick(chk_s[2], chk_x[2]), pick(chk_s[3], chk_x[3])
-    converged = pick(chk_s[0] | chk_x[0], chk_x[0]) & jnp.isfinite(f)
-    return NewtonResult(x, f, converged, st["it"], edm, at_lo, at_hi, min_eig,
-                        jnp.where(converged, 0, jnp.where(st["status"] == 0, 1, st["status"])), g, H)
+    converged, edm, at_lo, at_hi, min_eig = st["chk"]
+    converged = converged & jnp.isfinite(st["f"])
+    return NewtonResult(st["x"], st["f"], converged, st["it"], edm, at_lo, at_hi, min_eig,
+                        jnp.where(converged, 0, jnp.where(st["status"] == 0, 1, st["status"])), st["g"], st["H"])
 
 
 def snap_to_bounds(x, s, lower, upper):

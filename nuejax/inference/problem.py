@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +32,25 @@ from ..errors import DataError, ParameterError
 from ..model.parameters import unknown_name_message
 from ..model.protocol import check_model, negative_log_likelihood
 
-__all__ = ["FitProblem", "flatten_aux", "unflatten_aux"]
+__all__ = ["FitProblem", "Pins", "flatten_aux", "pin_penalty", "unflatten_aux"]
+
+
+class Pins(NamedTuple):
+    """Per-point values of some fitted coordinates, given in place of ``fixed`` values
+    (:meth:`FitProblem.objective`): the coordinates where ``mask`` holds are taken at ``values``
+    whatever ``x`` says, and a decoupled quadratic :func:`pin_penalty` keeps the solver's Hessian
+    positive definite there. A profile scan of any parameters of interest of a model is then one
+    problem (the parameters of interest among the fitted ones, in the model's order) and one
+    compiled program, whatever is scanned (:func:`~nuejax.inference.scan.profile_points`); the
+    mask is data, not structure."""
+
+    mask: jax.Array  # (d,) bool
+    values: jax.Array  # (d,)
+
+
+def pin_penalty(x, pins: Pins):
+    """sum over pinned coordinates of (x - value)²: zero where x holds the pinned values."""
+    return jnp.sum(jnp.where(pins.mask, (x - pins.values) ** 2, 0.0))
 
 
 
@@ -125,7 +143,10 @@ class FitProblem:
 
     # -- names <-> vectors ----------------------------------------------------------------------
     def params(self, x, fixed=()) -> dict:
-        """The full parameter dict at the fitted values ``x`` and the per-point values ``fixed``."""
+        """The full parameter dict at the fitted values ``x`` and the per-point values ``fixed``
+        (or :class:`Pins` of fitted coordinates)."""
+        if isinstance(fixed, Pins):
+            x, fixed = jnp.where(fixed.mask, fixed.values, x), ()
         p = {n: self.values[i] for i, n in enumerate(self.value_names)}
         for i, n in enumerate(self.fixed_names):
             p[n] = fixed[i]
@@ -174,8 +195,10 @@ class FitProblem:
         return unflatten_aux(self.aux_flat, self.aux_shapes)
 
     def objective(self, x, fixed=()):
-        """−2 ln L at the fitted values ``x`` and per-point values ``fixed`` (no checks: pure)."""
-        return negative_log_likelihood(self.model, self.params(x, fixed), self.data, self.aux)
+        """−2 ln L at the fitted values ``x`` and per-point values ``fixed`` (no checks: pure);
+        with :class:`Pins`, plus their :func:`pin_penalty` (zero at the pinned values)."""
+        nll = negative_log_likelihood(self.model, self.params(x, fixed), self.data, self.aux)
+        return nll + pin_penalty(x, fixed) if isinstance(fixed, Pins) else nll
 
     # -- derived problems -----------------------------------------------------------------------
     def with_names(self, names, fixed_names=()) -> "FitProblem":

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from .fitting import EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, profile_starts, value_grad_hess
-from .problem import FitProblem
+from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
 
@@ -64,6 +64,9 @@ def grid_values(ps, name, values) -> np.ndarray:
 
 
 def _global(s: FitProblem, names, global_fit, starts=DEFAULT_STARTS):
+    # in the model's order: the global fits of scans of different parameters of one model are
+    # the same problem (one compiled program)
+    names = tuple(v for v in s.value_names if v in set(names))
     if global_fit is None:
         return newton_fit(s.with_names(names), None, one_sided=False, starts=starts, warn_delta=None)
     if not isinstance(global_fit, FitResult):
@@ -85,7 +88,7 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1)
     rows of ``grid`` in chunks of ``chunk`` (one launch per chunk); ``x0`` is one start (d,) for
     every row or a start per row, (n, d) or (n, c, d); with a multi-start ``solve``, (n, S, ...)
     (``n_starts`` = S counts towards the launch size)."""
-    n = grid.shape[0]
+    n = jax.tree_util.tree_leaves(grid)[0].shape[0]
     chunk = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts,
                                int(np.shape(x0)[-1]) if np.ndim(x0) else 1) // n_starts)
     x0 = jnp.asarray(x0)
@@ -93,7 +96,8 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1)
         x0 = jnp.broadcast_to(x0, (n,) + x0.shape)
     outs = []
     for start in range(0, n, chunk):
-        outs.append(solve(s, grid[start:start + chunk], x0[start:start + chunk]))
+        rows = jax.tree_util.tree_map(lambda a: a[start:start + chunk], grid)  # noqa: B023
+        outs.append(solve(s, rows, x0[start:start + chunk]))
         if progress is not None and n > chunk:
             jax.block_until_ready(outs[-1].fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
@@ -137,6 +141,24 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
     points = np.asarray(points, dtype=float)
     n = len(points)
     full = s.with_names(s.fixed_names + s.names)
+    # One problem for every scan of the model: the scanned and the profiled parameters fitted
+    # together, in the model's order, the scanned ones pinned per point (Pins), so that a scan of
+    # eps_ee_L, one of eps_ee_R and a 2-D scan of both run the same compiled programs.
+    wide = s.with_names(tuple(v for v in s.value_names if v in set(s.names) | set(s.fixed_names)))
+    i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
+    i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
+    mask = np.zeros((n, len(wide.names)), dtype=bool)
+    mask[:, i_pin] = True
+    pinned = np.zeros((n, len(wide.names)))
+    pinned[:, i_pin] = points
+    pins = Pins(jnp.asarray(mask), jnp.asarray(pinned, dtype=s.values.dtype))
+
+    def widen(x):  # starts (n, ..., d) of the profiled parameters -> (n, ..., D), pinned at the points
+        out = np.zeros(np.shape(x)[:-1] + (len(wide.names),))
+        out[..., i_fit] = x
+        out[..., i_pin] = points.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,))
+        return out
+
     branches = [m["values"] for m in (global_fit.minima or [])[:MAX_BRANCHES]] or [global_fit.values]
     starts = []
     for b in branches:
@@ -148,14 +170,14 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
             ref = FitResult(names=full.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
                             fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
         starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))
-    x0 = np.stack(starts, axis=1)  # (n, B, 2, d): per branch, its tangent and its minimum (the lower is taken)
-    grid = jnp.asarray(points)
+    x0 = widen(np.stack(starts, axis=1))  # (n, B, 2, D): per branch, its tangent and its minimum (the lower is taken)
     if x0.shape[1] == 1:
-        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed"), grid, s, x0[:, 0], chunk, progress, label)
+        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed"), pins, wide, x0[:, 0], chunk, progress,
+                            label)
         res = type(res)(*(np.asarray(a) for a in res))
     else:
-        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed", True), grid, s, x0, chunk, progress, label,
-                            n_starts=x0.shape[1])
+        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed", True), pins, wide, x0, chunk, progress,
+                            label, n_starts=x0.shape[1])
         res = best_of_starts(type(res)(*(np.asarray(a) for a in res)), axis=1)[0]
     neighbours = np.asarray(neighbours)
     multi = compiled_solver(int(n_iter), EDM_TOL, "fixed", True)
@@ -167,13 +189,16 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
             break
         # a point without a (converged) neighbour in some direction starts there from its own end point
         x_nb = np.where((nb >= 0)[..., None], res.x[np.clip(nb, 0, None)], res.x[:, None, :])
-        new = batched_solve(multi, grid, s, x_nb, chunk, None, label, n_starts=nb.shape[1])
+        new = batched_solve(multi, pins, wide, x_nb, chunk, None, label, n_starts=nb.shape[1])
         new = best_of_starts(type(new)(*(np.asarray(a) for a in new)), axis=1)[0]
         better = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun - 1e-6) | ~ok)
         if not np.any(better):
             break
         refitted |= better
         res = type(res)(*(np.where(better.reshape((n,) + (1,) * (np.ndim(a) - 1)), b, a) for a, b in zip(res, new)))
+    # back to the profiled parameters alone
+    res = res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
+                       at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
     return res, passes, int(refitted.sum())
 
 

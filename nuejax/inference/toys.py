@@ -36,7 +36,7 @@ import numpy as np
 
 from .fitting import objective, value_grad_hessian
 from .newton import minimize_bounded
-from .problem import FitProblem, flatten_aux
+from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
                      symmetry_starts)
 
@@ -99,34 +99,22 @@ def _row_data(problem, gen_x, index, key, resample, parts, asimov):
     return _asimov_data(problem, gen_x) if asimov else _toy_data(problem, gen_x, index, key, resample, parts)
 
 
-def _global_row(problem, gen_x, x0, index, key, *, resample, parts, max_iter, edm_tol, asimov=False):
+def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resample, parts, max_iter, edm_tol, asimov=False):
     """Draw toy ``index`` at ``gen_x`` (``asimov``: take the Asimov data set there) and fit every
-    parameter of the problem inside its bounds from ``x0`` (one start, or several: each fitted, the
-    toy drawn once)."""
+    parameter of the problem inside its bounds from ``x0`` (one start, or several: each fitted,
+    the toy drawn once), the coordinates where ``pin_mask`` holds at ``pin_values``
+    (:class:`~nuejax.inference.problem.Pins`): none for the global fits, the parameters of
+    interest at their tested values for the conditional ones. One program serves both (each in
+    launches of its own: XLA:CPU can deadlock on one program that runs two batched Newton loops,
+    docs/inference.md, "Known issue")."""
     counts, aux = _row_data(problem, gen_x, index, key, resample, parts, asimov)
     pr = dataclasses.replace(problem, data=counts, aux_flat=aux)
+    pins = Pins(pin_mask, pin_values)
 
     def fit(x):
-        r = minimize_bounded(objective, x, (pr, jnp.zeros(0, gen_x.dtype)), pr.lower, pr.upper, max_iter=max_iter,
-                             edm_tol=edm_tol)
-        return r.fun, r.x, r.converged, r.status
-
-    return _fit_from(fit, x0)
-
-
-def _cond_row(problem, gen_x, x0, test_poi, index, key, *, k, resample, parts, max_iter, edm_tol, asimov=False):
-    """Draw the same toy (or take the Asimov data set) and fit the nuisances from ``x0`` with the
-    first ``k`` parameters (of interest) at ``test_poi``."""
-    counts, aux = _row_data(problem, gen_x, index, key, resample, parts, asimov)
-    pr = dataclasses.replace(problem, data=counts, aux_flat=aux, names=problem.names[k:],
-                             fixed_names=problem.names[:k], lower=problem.lower[k:], upper=problem.upper[k:])
-    if not pr.names:
-        fc = pr.objective(jnp.zeros(0, gen_x.dtype), test_poi)
-        return fc, jnp.zeros(0, gen_x.dtype), jnp.isfinite(fc), jnp.where(jnp.isfinite(fc), 0, 3)
-
-    def fit(x):
-        r = minimize_bounded(objective, x, (pr, test_poi), pr.lower, pr.upper, max_iter=max_iter, edm_tol=edm_tol)
-        return r.fun, r.x, r.converged, r.status
+        r = minimize_bounded(objective, jnp.where(pin_mask, pin_values, x), (pr, pins), pr.lower, pr.upper,
+                             max_iter=max_iter, edm_tol=edm_tol, pinned=pin_mask)
+        return r.fun - pin_penalty(r.x, pins), r.x, r.converged, r.status
 
     return _fit_from(fit, x0)
 
@@ -148,24 +136,23 @@ TOY_DESIGN = "generating point, its symmetry images, the Asimov fit's minima"
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_toy_fits(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
-                      mesh=None):
-    """The two jitted kernels over rows (global and conditional fits) of a problem whose first
-    ``k`` fitted parameters are the parameters of interest; compiled per problem structure (a
-    second run does not recompile). They are separate programs: XLA:CPU can deadlock on one
+def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False, mesh=None):
+    """The jitted kernel over rows of :func:`_row` (the global fits and, with the parameters of
+    interest pinned, the conditional ones), called ``kernel(problem, gen_x, x0, pin_values,
+    pin_mask, index, key)``; compiled per problem structure (a second run does not recompile).
+    The global and the conditional fits run in separate launches: XLA:CPU can deadlock on one
     program that runs two batched Newton loops (eigh and Cholesky in each; docs/inference.md,
     "Known issue"), and the toy is cheap to draw twice from its key. ``asimov``: fit the Asimov
     data set at each row's generating point instead of a toy (the toys' start designs,
     :func:`toy_starts`). ``mesh``: rows split over its devices, each device running its own rows
     (:func:`_shard_rows`)."""
     opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
-    glob = jax.vmap(functools.partial(_global_row, **opts), in_axes=(None, 0, 0, 0, None))
-    cond = jax.vmap(functools.partial(_cond_row, k=k, **opts), in_axes=(None, 0, 0, 0, 0, None))
+    row = jax.vmap(functools.partial(_row, **opts), in_axes=(None, 0, 0, 0, 0, 0, None))
     if mesh is None:
-        return jax.jit(glob), jax.jit(cond)
+        return jax.jit(row)
     if mesh.devices.flat[0].platform == "cpu":
-        return _one_device_at_a_time(jax.jit(glob), mesh), _one_device_at_a_time(jax.jit(cond), mesh)
-    return jax.jit(_shard_rows(glob, mesh, 3)), jax.jit(_shard_rows(cond, mesh, 4))
+        return _one_device_at_a_time(jax.jit(row), mesh)
+    return jax.jit(_shard_rows(row, mesh, 5))
 
 
 def _one_device_at_a_time(kernel, mesh):
@@ -189,13 +176,13 @@ def _one_device_at_a_time(kernel, mesh):
     return run
 
 
-def pass_kernels(k: int, max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
+def pass_kernels(max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
                  mesh=None) -> list:
-    """The (global, conditional) kernels of :func:`compiled_toy_fits` for each pass of :data:`PASSES`
-    (its iteration cap, at most ``max_iter``), on the devices of ``mesh`` (None: one device)."""
+    """The kernel of :func:`compiled_toy_fits` for each pass of :data:`PASSES` (its iteration
+    cap, at most ``max_iter``), on the devices of ``mesh`` (None: one device)."""
     caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
-    return [compiled_toy_fits(int(k), cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov,
-                              mesh) for cap in caps]
+    return [compiled_toy_fits(cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov, mesh)
+            for cap in caps]
 
 
 def rows_mesh(a):
@@ -318,6 +305,13 @@ def row_index(unique, gen_x) -> np.ndarray:
     return idx.astype(np.int32)
 
 
+def _poi_mask(shape: tuple, k: int) -> np.ndarray:
+    """(n, d) bool: the first ``k`` coordinates of every row (the parameters of interest) pinned."""
+    mask = np.zeros(shape, dtype=bool)
+    mask[:, :k] = True
+    return mask
+
+
 def _padded(designs):
     """(U, S, d) from U designs (S_u, d): the shorter ones padded by repeating their first row."""
     m = max(len(d) for d in designs)
@@ -330,12 +324,15 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
     ``k`` parameters fixed at the generating point's, lowest first, where not within
     :data:`~nuejax.inference.starts.MINIMUM_XTOL` standard deviations of a row already there; at
     most ``limit`` rows each."""
-    kern = [c if k else g for g, c in pass_kernels(k, max_iter, edm_tol, 1, (), asimov=True)]
+    kern = pass_kernels(max_iter, edm_tol, 1, (), asimov=True)
     u = jnp.asarray(unique)
     index = jnp.zeros(len(unique), dtype=jnp.uint32)
     key = jnp.zeros(2, dtype=jnp.uint32)
-    rows = (u, index) if k == 0 else (u, u[:, :k], index)
-    fun, x, conv = _in_passes(kern, shell, rows, jnp.asarray(full), key)
+    rows = (u, u, jnp.asarray(_poi_mask(u.shape, k)), index)
+    full = np.asarray(full)
+    wide = np.concatenate([np.broadcast_to(np.asarray(unique)[:, None, :k], full.shape[:2] + (k,)), full], axis=-1)
+    fun, x, conv = _in_passes(kern, shell, rows, jnp.asarray(wide), key)
+    x = x[..., k:]
     hess = np.asarray(_asimov_hessians(shell, u, jnp.asarray(x), int(k)))
     names = shell.names[k:]
     out = []
@@ -417,13 +414,20 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     (a fit still running after a pass continues from where it stopped in a launch of only such
     rows; at most 10 + (1 + CONTINUE_PASSES) ``max_iter`` iterations in all). ``parts``: see :func:`draw_parts`;
     ``resample``: :func:`resample_flags`. No checks: callers check once, eagerly."""
-    kernels = pass_kernels(k, max_iter, edm_tol, parts, resample, mesh=rows_mesh(gen_x))
+    kernels = pass_kernels(max_iter, edm_tol, parts, resample, mesh=rows_mesh(gen_x))
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     design_g, design_c = designs
-    f_glob, x_glob, conv_g = _from_design([g for g, _ in kernels], shell, (gen_x, index), gen_x, design_g,
-                                          design_index, key)
-    f_cond, nuis_hat, conv_c = _from_design([c for _, c in kernels], shell, (gen_x, test_poi, index), gen_x[:, k:],
-                                            design_c, design_index, key)
+    # the conditional fits are the global ones with the parameters of interest pinned (Pins)
+    shape = np.shape(gen_x)
+    placed = lambda a: _repeat_rows(a, 1, like=gen_x)  # noqa: E731 - on gen_x's devices
+    at_test = np.concatenate([np.asarray(test_poi, dtype=float).reshape(shape[0], k), np.asarray(gen_x)[:, k:]], axis=1)
+    f_glob, x_glob, conv_g = _from_design(kernels, shell, (gen_x, gen_x, placed(_poi_mask(shape, 0)), index), gen_x,
+                                          design_g, design_index, key)
+    if design_c is not None:
+        design_c = np.concatenate([np.zeros(np.shape(design_c)[:2] + (k,)), np.asarray(design_c)], axis=-1)
+    f_cond, x_cond, conv_c = _from_design(kernels, shell, (gen_x, placed(at_test), placed(_poi_mask(shape, k)), index),
+                                          placed(at_test), design_c, design_index, key)
+    nuis_hat = np.asarray(x_cond)[:, k:]
     t = np.maximum(np.asarray(f_cond) - np.minimum(np.asarray(f_glob), np.asarray(f_cond)), 0.0)
     poi_hat = np.asarray(x_glob)[:, :k]
     if one_sided:
