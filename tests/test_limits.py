@@ -232,7 +232,8 @@ def test_four_devices_and_two_processes_merge(reference_run, tmp_path):
     ref, ref_dir = reference_run
     a, b, info = tmp_path / "a", tmp_path / "b", tmp_path / "a.json"
     procs = [_run_script([str(a), "--shard", "0/2", "--json", str(info)],
-                         env={"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}),
+                         env={"XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4",
+                              "JAX_PLATFORMS": "cpu"}),
              _run_script([str(b), "--shard", "1/2"])]
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     d = json.loads(info.read_text())

@@ -15,7 +15,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "repro" / "fc_mult
 
 
 def _run(n_dev: int) -> dict:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={n_dev}")
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={n_dev}".strip()
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=flags)
     # a hang shows as the time limit (all threads idle): one device takes about a minute
     out = subprocess.run([sys.executable, str(SCRIPT)], env=env, capture_output=True, text=True, timeout=420)
     assert out.returncode == 0, out.stderr[-3000:]
