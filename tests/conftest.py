@@ -9,15 +9,7 @@ import os
 import shutil
 import tempfile
 
-# Most of the suite's time is XLA compiling programs that then run for milliseconds: compile
-# with LLVM's cheaper passes (no fast-math either way, so the numbers agree to rounding; a
-# solver program compiled in 36 % less time and ran 50 % longer; benchmarks/NOTES.md). Set
-# before JAX starts its backend; inherited by the commands tests run in subprocesses; a user's
-# own XLA_FLAGS are kept as they are.
-if "XLA_FLAGS" not in os.environ:
-    os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-
-import nuejax  # noqa: E402
+import nuejax
 
 nuejax.enable_x64()
 
