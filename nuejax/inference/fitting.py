@@ -382,10 +382,16 @@ def one_sided_errors(s: FitProblem, x, fval: float, at_bound: dict, H, *, level:
 
 
 def _profile(s: FitProblem, name, others, x, values):
-    sub = s.with_names(others, (name,))
+    # ``name`` pinned at each value (Pins) in the fit's own problem: one program whichever
+    # parameter's one-sided error is measured
     solve = compiled_solver(100, EDM_TOL, "fixed")
-    x0 = jnp.asarray([x[s.names.index(n)] for n in others])
-    res = solve(sub, jnp.asarray(np.asarray(values, dtype=float))[:, None], jnp.broadcast_to(x0, (len(values),) + x0.shape))
+    i, n = s.names.index(name), len(values)
+    mask = np.zeros((n, len(s.names)), dtype=bool)
+    mask[:, i] = True
+    pinned = np.zeros((n, len(s.names)))
+    pinned[:, i] = np.asarray(values, dtype=float)
+    x0 = jnp.broadcast_to(jnp.asarray(np.asarray(x, dtype=float)), (n, len(s.names)))
+    res = solve(s, Pins(jnp.asarray(mask), jnp.asarray(pinned, dtype=s.values.dtype)), x0)
     # a profile fit that did not converge is not a profile value (it lies too high)
     return np.where(np.asarray(res.converged), np.asarray(res.fun), np.nan)
 
