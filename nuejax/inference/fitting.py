@@ -130,7 +130,7 @@ def value_grad_hessian(x, args):
     return poisson_nll(mu, n) + vc, J.T @ r + gc, 0.5 * (H + H.T)
 
 
-def _solve(problem, fixed, x0, *, max_iter, edm_tol, single=False):
+def _solve(problem, fixed, x0, *, max_iter, edm_tol):
     vgh = value_grad_hessian if linear_mask(problem.model, problem.names) is not None else None
     args = (problem, fixed)
     lo, hi = problem.lower, problem.upper
@@ -141,7 +141,7 @@ def _solve(problem, fixed, x0, *, max_iter, edm_tol, single=False):
         cand = jnp.clip(x0, jnp.asarray(lo, dtype=x0.dtype), jnp.asarray(hi, dtype=x0.dtype))
         fs = jax.vmap(lambda x: objective(x, args))(cand)
         x0 = cand[jnp.argmin(jnp.where(jnp.isfinite(fs), fs, jnp.inf))]
-    r = minimize_bounded(objective, x0, args, lo, hi, max_iter=max_iter, edm_tol=edm_tol, vgh=vgh, single=single,
+    r = minimize_bounded(objective, x0, args, lo, hi, max_iter=max_iter, edm_tol=edm_tol, vgh=vgh,
                          pinned=None if pins is None else pins.mask)
     if pins is not None:  # -2 ln L itself (the penalty is zero up to the steps' rounding)
         r = r._replace(fun=r.fun - pin_penalty(r.x, pins))
@@ -190,7 +190,7 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
     :mod:`~nuejax.inference.starts`): its ``x0`` has a starts axis before the last, (S, d), and
     every result field gains that axis too. Cached, so that a second fit or scan of the same
     structure does not recompile."""
-    one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol, single=batch is None and not multi)
+    one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol)
     if multi:
         one = jax.vmap(one, in_axes=(None, None, 0))
     if batch == "fixed":

@@ -164,8 +164,8 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
 
     The program holds ``vgh`` once: the evaluation at the start, every Newton step's and the
     final snap onto the bounds are iterations of one ``lax.while_loop`` (phases 0, 1 and 2), so
-    XLA compiles the likelihood's derivatives once, not three times (a solver of the Borexino
-    Phase-III model compiled in about half the time; benchmarks/NOTES.md). A fit whose end point
+    XLA compiles the likelihood's derivatives once, not three times (a batched solver of a
+    three-signal model compiled in 62 % of the time; benchmarks/NOTES.md). A fit whose end point
     has no coordinate to snap skips phase 2. ``single`` is accepted for compatibility and has no
     effect. ``pinned`` (bool per coordinate, optional): coordinates that ``fun`` holds at a value
     (:class:`~nuejax.inference.problem.Pins`): never on a bound in the KKT test, never snapped.
@@ -252,8 +252,7 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         # negative curvature of mu_nu at 0 that a mu_nu^4 term overwhelms is not a reason to
         # report mu_nu = 1e-4 instead of 0)
         chk_x = st["chk"]
-        snap_ok = jnp.isfinite(f_y) & (f_y <= st["f"] + edm_tol) & jnp.all(jnp.isfinite(g_y)) \
-            & jnp.all(jnp.isfinite(H_y))
+        snap_ok = finite & (f_y <= st["f"] + edm_tol)
         take = snap_ok & (chk[0] | chk_x[0])
         pick = lambda a, b: jnp.where(take, a, b)  # noqa: E731
         use_s = take & chk[0]
