@@ -75,6 +75,17 @@ _positive_int = _int_at_least(1)
 _nonnegative_int = _int_at_least(0)
 
 
+def _cl_type(text: str) -> float:
+    """argparse type: a confidence level strictly between 0 and 1."""
+    try:
+        cl = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 < cl < 1.0:
+        raise argparse.ArgumentTypeError(f"a confidence level is between 0 and 1 (0.9 for 90 %), got {text!r}")
+    return cl
+
+
 def _closure_n_T(text: str) -> list:
     """argparse type of ``closure --n-T``: comma-separated positive integers dividing 8000."""
     values = [_positive_int(part.strip()) for part in text.split(",")]
@@ -393,14 +404,68 @@ def _cmd_injection(args) -> int:
     return 0
 
 
+def _limits_grid(values):
+    """``--grid``: N (points; of the automatic range with a spec) or START STOP N."""
+    try:
+        if len(values) == 1 and int(values[0]) >= 2:
+            return {"points": int(values[0])}
+        if len(values) == 3 and int(values[2]) >= 2 and float(values[1]) > float(values[0]):
+            return {"grid": {"start": float(values[0]), "stop": float(values[1]), "num": int(values[2])}}
+    except ValueError:
+        pass
+    raise SystemExit(f"nuejax limits: error: --grid takes N (>= 2 points) or START STOP N (STOP > START, N >= 2), "
+                     f"got {' '.join(values)}")
+
+
+def _cmd_limits_spec(args) -> int:
+    from .analyses.spec import run_spec
+    from .errors import InputError
+
+    if not args.poi:
+        raise SystemExit("nuejax limits: error: with a specification file, --poi NAME names the parameter of interest")
+    if args.merge or args.shard or args.data:
+        raise SystemExit("nuejax limits: error: --merge, --shard and --data are for the demo model; a specification "
+                         "names its own data")
+    grid = _limits_grid(args.grid) if args.grid else {}
+    if "points" in grid and grid["points"] < 3:
+        raise SystemExit("nuejax limits: error: an automatic grid needs --grid N with N >= 3")
+    q = {"name": f"{args.poi}_feldman_cousins", "kind": "feldman_cousins", "poi": args.poi, "cl": args.cl,
+         "toys": args.toys, "seed": args.seed, **grid}
+    if args.starts is not None:
+        q["starts"] = args.starts
+    try:
+        res = run_spec(args.spec, args.out, progress=_progress(args), questions=[{"name": "fit", "kind": "fit"}, q],
+                       resume=args.resume)
+    except InputError as err:
+        print(f"nuejax limits: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    a, fit = res["questions"][q["name"]], res["questions"]["fit"]
+    regions = ", ".join(_fmt(r) for r in a["regions"])
+    print(f"{args.poi}: best fit {a['best']:.4g}; {100 * a['cl']:g}% CL Feldman-Cousins interval {_fmt(a['interval'])}"
+          f" (regions: {regions}); {a['n_toys']} toys at each of {len(a['values'])} points over "
+          f"[{a['values'][0]:.4g}, {a['values'][-1]:.4g}]; fit {'valid' if fit['valid'] else 'NOT valid'}")
+    print(f"  {a['convention']}")
+    return 0
+
+
 def _cmd_limits(args) -> int:
     from .analyses.limits import merge_limits, run_limits
 
+    if args.spec is not None:
+        return _cmd_limits_spec(args)
+    if args.poi or args.cl != 0.9:
+        raise SystemExit("nuejax limits: error: --poi and --cl need a specification file (nuejax limits SPEC --poi NAME)")
+    grid = _limits_grid(args.grid) if args.grid else {"points": 11}
+    if "points" not in grid:
+        raise SystemExit("nuejax limits: error: the demo model takes --grid N (points per parameter)")
     if args.merge:
         summary = merge_limits(args.merge, args.out)
     else:
         progress = _progress(args)
-        summary = run_limits(args.out, n_toys=args.toys, n_grid=args.grid, n_T=args.n_T, data=args.data,
+        summary = run_limits(args.out, n_toys=args.toys, n_grid=grid["points"], n_T=args.n_T, data=args.data,
                              resume=args.resume, shard=args.shard, key=args.seed, plots=not args.no_plots,
                              progress=progress, chunk=args.chunk)
     if args.json:
@@ -528,11 +593,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mediator masses, log-spaced over 0.01-100 MeV (default 5; 0: no mediator curves)")
     _add_report_options(p)
     p.set_defaults(func=_cmd_combine)
-    p = sub.add_parser("limits", help="Feldman-Cousins interval of mu_nu and region of (eps_ee_L, eps_ee_R) from toys "
-                                      "on the demo model, on every visible device")
+    p = sub.add_parser("limits", help="Feldman-Cousins interval from toys: of any parameter of an analysis "
+                                      "specification (SPEC --poi NAME), or of mu_nu and the (eps_ee_L, eps_ee_R) "
+                                      "region of the demo model (no SPEC), on every visible device")
     _add_model_run_options(p, "run folders, figures and summary.json")
+    p.add_argument("spec", nargs="?", default=None,
+                   help="an analysis specification file (docs/spec.md): its model and data, --poi's interval")
+    p.add_argument("--poi", default=None, metavar="NAME", help="with SPEC: the parameter of interest (a free parameter)")
+    p.add_argument("--cl", type=_cl_type, default=0.9, help="with SPEC: the confidence level (default 0.9)")
+    p.add_argument("--starts", type=_positive_int, default=None, help="with SPEC: multi-start design size of every fit")
     p.add_argument("--toys", type=_positive_int, default=400, help="toys per grid point (default 400)")
-    p.add_argument("--grid", type=_positive_int, default=11, help="grid points per parameter (default 11)")
+    p.add_argument("--grid", nargs="+", default=None, metavar="X",
+                   help="N: grid points (per parameter; with SPEC over the range where the profile stays below 9, "
+                        "widened by 20%%; default 11), or with SPEC START STOP N")
     p.add_argument("--data", default=None, metavar="FILE",
                    help="observed counts per bin (.npy, or text with one number per bin); default: SM Asimov data")
     p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")

@@ -156,3 +156,74 @@ def test_a_key_of_a_sub_table_is_located_on_its_own_line(tmp_path):
                     '[data]\npackaged = "borexino_phase3"\n\n[[questions]]\nname = "fit"\nkind = "fit"\n')
     with pytest.raises(InputError, match=r"bx.toml:8: model.choices.rebinn: not a choice of the Phase-III analysis"):
         build_spec(load_spec(path))
+
+
+def _rounded_asimov(tmp_path, spec=SPEC):
+    path = _experiment(tmp_path, spec)
+    model, _ = build_spec(load_spec(path))
+    truth = model.parameters.values(mu_nu=1.0, bkg_scale=1.2)
+    np.savetxt(tmp_path / "counts.txt", np.round(np.asarray(model.expected(truth))))  # integer counts
+    return path, model
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--toys", "5"], "--poi NAME names the parameter of interest"),
+    (["--poi", "mu_nu", "--grid", "2", "1", "5"], "--grid takes N"),
+    (["--poi", "mu_nu", "--grid", "2"], "an automatic grid needs --grid N with N >= 3"),
+    (["--poi", "mu_nu", "--data", "x.txt"], "a specification names its own data"),
+])
+def test_limits_of_a_spec_refuses_bad_options(tmp_path, argv, message, capsys):
+    path = _experiment(tmp_path)
+    with pytest.raises(SystemExit, match=message):
+        main(["limits", str(path), *argv])
+
+
+def test_limits_of_a_spec_names_a_parameter_that_is_not_free(tmp_path, capsys):
+    path = _experiment(tmp_path)
+    assert main(["limits", str(path), "--poi", "res_c", "--toys", "5", "--out", str(tmp_path / "o")]) == 2
+    assert "'res_c' is not a free parameter" in capsys.readouterr().err
+
+
+def test_a_feldman_cousins_question_takes_only_its_keys(tmp_path):
+    spec = SPEC + '\n[[questions]]\nname = "fc"\nkind = "feldman_cousins"\npoi = "mu_nu"\npoints = 5\nvalues = [0.0, 1.0]\n'
+    with pytest.raises(InputError, match=r"questions\[3\].points: is the size of the automatic grid"):
+        run_spec(_experiment(tmp_path, spec))
+    spec = SPEC.replace('kind = "fit"', 'kind = "fit"\ntoys = 10')
+    with pytest.raises(InputError, match=r"questions\[0\].toys: a question of kind 'fit' takes no 'toys'"):
+        run_spec(_experiment(tmp_path, spec))
+
+
+@pytest.mark.slow
+def test_nuejax_limits_of_any_parameter_of_a_spec(tmp_path, capsys):
+    """`nuejax limits SPEC --poi NAME`: a Feldman-Cousins interval on the spec's own model and
+    data, equal to feldman_cousins called directly, close to the Wilks interval of the profile
+    (integer counts of a 2700-event experiment: nearly Gaussian)."""
+    from nuejax.inference import feldman_cousins, newton_fit, profile_scan
+
+    path, _ = _rounded_asimov(tmp_path)
+    capsys.readouterr()
+    assert main(["limits", str(path), "--poi", "mu_nu", "--toys", "200", "--grid", "9", "--seed", "3", "--json",
+                 "--out", str(tmp_path / "out")]) == 0
+    res = json.loads(capsys.readouterr().out)
+    fc = res["questions"]["mu_nu_feldman_cousins"]
+    assert res["questions"]["fit"]["valid"] and fc["n_toys"] == 200 and len(fc["values"]) == 9
+    lo, hi = fc["interval"]
+    assert lo < fc["best"] < hi and lo < 1.0 < hi and fc["regions"] == [fc["interval"]]
+    # the automatic grid spans the profile's Delta chi2 < 9 range: its ends are rejected
+    assert not fc["accepted"][0] and not fc["accepted"][-1]
+    # the same construction called directly
+    model, counts = build_spec(load_spec(path))
+    direct = feldman_cousins(model, counts, "mu_nu", np.asarray(fc["values"]), 200, key=3)
+    np.testing.assert_allclose(fc["t_crit"], direct.t_crit, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fc["interval"], direct.interval, rtol=0, atol=1e-9)
+    # near the asymptotic (Wilks) interval: within a grid step (the critical values' Monte Carlo
+    # error with 200 toys, and the linear interpolation between grid points)
+    best = newton_fit(model, counts, one_sided=False)
+    wilks = profile_scan(model, counts, "mu_nu", np.linspace(fc["values"][0], fc["values"][-1], 81),
+                         global_fit=best).interval(0.9)
+    step = fc["values"][1] - fc["values"][0]
+    assert abs(lo - wilks.lower) < step and abs(hi - wilks.upper) < step, (fc["interval"], wilks)
+    # printed form
+    assert main(["limits", str(path), "--poi", "mu_nu", "--toys", "200", "--grid", "9", "--seed", "3",
+                 "--out", str(tmp_path / "out"), "--resume"]) == 0
+    assert "90% CL Feldman-Cousins interval" in capsys.readouterr().out

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["SCHEMA", "load_spec", "build_spec", "run_spec", "shipped_specs"]
+__all__ = ["SCHEMA", "automatic_grid", "build_spec", "load_spec", "run_spec", "shipped_specs"]
 
 #: The schema's resource name inside the package.
 SCHEMA = "analysis.schema.json"
@@ -274,19 +274,28 @@ def build_spec(spec: dict):
     return model.with_parameters(ps), counts
 
 
+#: The keys each question kind takes besides name, kind and starts.
+_QUESTION_KEYS = {"fit": set(), "profile": {"poi", "grid", "values", "cl", "max_iter"},
+                  "upper_limit": {"poi", "grid", "values", "cl", "max_iter"},
+                  "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed"}}
+
+
 def _check_question(spec, i, q, model):
     kind = q["kind"]
-    if kind in ("profile", "upper_limit"):
+    extra = sorted(set(q) - {"name", "kind", "starts"} - _QUESTION_KEYS[kind])
+    if extra:
+        _fail(spec, ["questions", i, extra[0]], f"a question of kind {kind!r} takes no '{extra[0]}'")
+    if kind != "fit":
         if "poi" not in q:
             _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs 'poi'")
-        if ("grid" in q) == ("values" in q):
+        if "grid" in q and "values" in q:
+            _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs one of 'grid' or 'values', not both")
+        if "points" in q and ("grid" in q or "values" in q):
+            _fail(spec, ["questions", i, "points"], "is the size of the automatic grid: give it without 'grid' or 'values'")
+        if kind != "feldman_cousins" and "grid" not in q and "values" not in q:
             _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs one of 'grid' or 'values'")
         if "values" in q and not np.all(np.diff(q["values"]) > 0):
             _fail(spec, ["questions", i, "values"], "must increase")
-    if kind == "fit":
-        extra = sorted(set(q) & {"poi", "grid", "values", "cl", "max_iter"})
-        if extra:
-            _fail(spec, ["questions", i, extra[0]], f"a fit takes no '{extra[0]}'")
     if "poi" in q and q["poi"] not in model.parameters.free_names:
         _fail(spec, ["questions", i, "poi"], f"{q['poi']!r} is not a free parameter (free: "
                                              f"{', '.join(model.parameters.free_names)}; release it under [parameters])")
@@ -294,19 +303,68 @@ def _check_question(spec, i, q, model):
         _fail(spec, ["questions", i, "grid"], "needs stop > start")
 
 
-def run_spec(path, out=None, *, progress=None) -> dict:
+def automatic_grid(model, counts, poi: str, best, num: int, *, starts=None) -> np.ndarray:
+    """``num`` points of ``poi`` over the range where its profile (every other free parameter
+    profiled) stays below Δχ² = 9, widened by 20 % on each side and kept inside the parameter's
+    bounds. The profile is first scanned on 61 points over best fit ± 6 Hessian errors (the bounds
+    where the error is missing, e.g. a best fit on a bound). Raises
+    :class:`~nuejax.errors.ParameterError` where neither gives a finite range."""
+    from ..errors import ParameterError
+    from ..inference import profile_scan
+    from ..inference.starts import DEFAULT_STARTS
+
+    p = model.parameters[poi]
+    lo, hi = float(p.lower), float(p.upper)
+    c, err = float(best.params[poi]), best.errors.get(poi)
+    if err is not None and np.isfinite(err) and err > 0:
+        a, b = max(lo, c - 6.0 * err), min(hi, c + 6.0 * err)
+    else:
+        a, b = lo, hi
+    if not (np.isfinite(a) and np.isfinite(b) and b > a):
+        raise ParameterError(f"no automatic grid for {poi}: its Hessian error at the best fit {c:g} is not usable "
+                             f"and its bounds [{lo}, {hi}] are not finite; give 'grid' or 'values'")
+    scan = profile_scan(model, counts, poi, np.linspace(a, b, 61), global_fit=best,
+                        starts=DEFAULT_STARTS if starts is None else starts)
+    inside = np.nonzero(np.asarray(scan.delta_chi2) < 9.0)[0]
+    v0, v1 = float(scan.values[inside[0]]), float(scan.values[inside[-1]])
+    pad = 0.2 * (v1 - v0) if v1 > v0 else (b - a) / 60.0
+    return np.linspace(max(lo, v0 - pad), min(hi, v1 + pad), num)
+
+
+def _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume) -> dict:
+    from ..inference import feldman_cousins
+
+    runs = None if out is None else Path(out) / "runs" / q["name"]
+    kw = {"max_iter": int(q["max_iter"])} if "max_iter" in q else {}
+    fc = feldman_cousins(model, counts, q["poi"], grid, int(q.get("toys", 400)), key=int(q.get("seed", 0)), cl=cl,
+                         starts=starts, out=runs, resume=resume, **kw)
+    return {"kind": "feldman_cousins", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
+            "interval": list(fc.interval), "regions": [list(r) for r in fc.regions], "convention": fc.convention,
+            "n_toys": int(fc.n_toys), "n_valid": np.asarray(fc.n_valid).tolist(),
+            "accepted": np.asarray(fc.accepted, dtype=bool).tolist(), "t_obs": np.asarray(fc.t_obs).tolist(),
+            "t_crit": np.asarray(fc.t_crit).tolist(), "t_crit_err": np.asarray(fc.t_crit_err).tolist(),
+            "best": float(best.params[q["poi"]])}
+
+
+def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False) -> dict:
     """Answer every question of the specification at ``path`` in order; returns (and with
     ``out``, writes into ``out/results.json``) ``{"name", "spec", "questions": {name: answer},
     "seconds"}``. Answers: ``fit``: valid, −2 ln L, values, errors, parameters at a bound, how
     many starts reached the minimum; ``profile``: the grid, Δχ², the regions at ``cl``, the one
     containing the best fit; ``upper_limit``: the limit at ``cl`` (None when the profile stays
-    below the threshold on the grid) and its convention."""
+    below the threshold on the grid) and its convention; ``feldman_cousins``: the interval (the
+    region containing the best fit), every region, the convention, per grid point the observed
+    statistic, the critical value and its Monte Carlo error, acceptance and valid toys (the run's
+    toys in ``out/runs/NAME``; ``resume=True`` continues a stored run). ``questions``: a list of question
+    tables replacing the file's."""
     from ..inference import newton_fit, profile_scan
     from ..inference.starts import DEFAULT_STARTS
 
     say = progress or (lambda msg: None)
     t0 = time.perf_counter()
     spec = load_spec(path)
+    if questions is not None:  # asked on the command line (nuejax limits SPEC --poi ...), in place of the file's
+        spec["questions"] = list(questions)
     names = [q["name"] for q in spec["questions"]]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -331,12 +389,18 @@ def run_spec(path, out=None, *, progress=None) -> dict:
                                   "minima": [{"fval": float(mn["fval"]), "n_starts": int(mn["n_starts"])}
                                              for mn in best.minima]}
             continue
+        cl = float(q.get("cl", 0.9))
         if "values" in q:
             grid = np.asarray(q["values"], dtype=float)
-        else:
+        elif "grid" in q:
             g = q["grid"]
             grid = np.linspace(float(g["start"]), float(g["stop"]), int(g["num"]))
-        cl = float(q.get("cl", 0.9))
+        else:
+            grid = automatic_grid(model, counts, q["poi"], best, int(q.get("points", 11)), starts=starts)
+            say(f"  automatic grid of {q['poi']}: {len(grid)} points over [{grid[0]:.4g}, {grid[-1]:.4g}]")
+        if q["kind"] == "feldman_cousins":
+            answers[q["name"]] = _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume)
+            continue
         kw = {"n_iter": int(q["max_iter"])} if "max_iter" in q else {}
         scan = profile_scan(model, counts, q["poi"], grid, global_fit=best, starts=starts, **kw)
         if q["kind"] == "profile":
