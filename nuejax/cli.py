@@ -77,12 +77,13 @@ _nonnegative_int = _int_at_least(0)
 
 def _cl_type(text: str) -> float:
     """argparse type: a confidence level strictly between 0 and 1."""
+    from .inference.intervals import check_cl
+
     try:
         cl = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0.0 < cl < 1.0:
-        raise argparse.ArgumentTypeError(f"a confidence level is between 0 and 1 (0.9 for 90 %), got {text!r}")
+        check_cl(cl)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err} (0.9 means 90 %)") from None
     return cl
 
 
@@ -302,40 +303,55 @@ def _cmd_xenonnt(args) -> int:
     return 0
 
 
-def _cmd_run(args) -> int:
+def _print_answer(name: str, a: dict) -> None:
+    """One answer of an analysis specification (:func:`~nuejax.analyses.spec.run_spec`), as text."""
+    if a["kind"] == "fit":
+        print(f"{name}: fit {'valid' if a['valid'] else 'NOT valid'}, -2 ln L = {a['nll']:.3f}, "
+              f"{a['n_at_minimum']} of {a['n_starts']} starts at the minimum")
+        for k, v in a["values"].items():
+            err = a["errors"].get(k)
+            print(f"  {k} = {v:.6g}" + ("" if err is None else f" +- {err:.2g} (Hessian)"))
+    elif a["kind"] == "profile":
+        def region(r):  # None: the region reaches that end of the scanned grid
+            lo = f"{r[0]:.4g}" if r[0] is not None else f"(grid start {a['values'][0]:g}, open)"
+            hi = f"{r[1]:.4g}" if r[1] is not None else f"(grid end {a['values'][-1]:g}, open)"
+            return f"[{lo}, {hi}]"
+
+        print(f"{name}: {a['poi']} {a['cl']:.0%} CL regions " + ", ".join(region(r) for r in a["regions"])
+              + f"; the best fit's {region(a['interval'])}; {a['converged']} of {len(a['values'])} points "
+              f"converged ({a['convention']})")
+    elif a["kind"] == "upper_limit":
+        print(f"{name}: {a['poi']} < " + ("(no crossing on the grid)" if a["upper"] is None else f"{a['upper']:.4g}")
+              + f" at {a['cl']:.0%} CL (best fit {a['best']:.4g})")
+    else:  # feldman_cousins
+        print(f"{name}: {a['poi']} {a['cl']:.0%} CL Feldman-Cousins interval {_fmt(a['interval'])} (regions: "
+              + ", ".join(_fmt(r) for r in a["regions"]) + f"; best fit {a['best']:.4g}); {a['n_toys']} toys at each "
+              f"of {len(a['values'])} points over [{a['values'][0]:.4g}, {a['values'][-1]:.4g}]")
+        print(f"  {a['convention']}")
+
+
+def _answer_spec(command: str, args, **kw) -> int:
+    """``nuejax run`` and ``nuejax limits SPEC``: answer the specification ``args.spec`` (``kw`` to
+    :func:`~nuejax.analyses.spec.run_spec`), print the answers or one JSON object."""
     from .analyses.spec import run_spec
     from .errors import InputError
 
-    progress = _progress(args)
     try:
-        res = run_spec(args.spec, args.out, progress=progress)
+        res = run_spec(args.spec, args.out, progress=_progress(args), **kw)
     except InputError as err:
-        print(f"nuejax run: error: {err}", file=sys.stderr)
+        print(f"nuejax {command}: error: {err}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(res))
         return 0
     for name, a in res["questions"].items():
-        if a["kind"] == "fit":
-            print(f"{name}: fit {'valid' if a['valid'] else 'NOT valid'}, -2 ln L = {a['nll']:.3f}, "
-                  f"{a['n_at_minimum']} of {a['n_starts']} starts at the minimum")
-            for k, v in a["values"].items():
-                err = a["errors"].get(k)
-                print(f"  {k} = {v:.6g}" + ("" if err is None else f" +- {err:.2g} (Hessian)"))
-        elif a["kind"] == "profile":
-            def region(r):  # None: the region reaches that end of the scanned grid
-                lo = f"{r[0]:.4g}" if r[0] is not None else f"(grid start {a['values'][0]:g}, open)"
-                hi = f"{r[1]:.4g}" if r[1] is not None else f"(grid end {a['values'][-1]:g}, open)"
-                return f"[{lo}, {hi}]"
-
-            print(f"{name}: {a['poi']} {a['cl']:.0%} CL regions " + ", ".join(region(r) for r in a["regions"])
-                  + f"; the best fit's {region(a['interval'])}; {a['converged']} of {len(a['values'])} points "
-                  f"converged ({a['convention']})")
-        else:
-            print(f"{name}: {a['poi']} < " + ("(no crossing on the grid)" if a["upper"] is None else f"{a['upper']:.4g}")
-                  + f" at {a['cl']:.0%} CL (best fit {a['best']:.4g})")
+        _print_answer(name, a)
     print(f"wrote {args.out}/results.json; total {res['seconds']:.0f} s")
     return 0
+
+
+def _cmd_run(args) -> int:
+    return _answer_spec("run", args)
 
 
 def _cmd_combine(args) -> int:
@@ -418,9 +434,6 @@ def _limits_grid(values):
 
 
 def _cmd_limits_spec(args) -> int:
-    from .analyses.spec import run_spec
-    from .errors import InputError
-
     if not args.poi:
         raise SystemExit("nuejax limits: error: with a specification file, --poi NAME names the parameter of interest")
     if args.merge or args.shard or args.data:
@@ -433,22 +446,7 @@ def _cmd_limits_spec(args) -> int:
          "toys": args.toys, "seed": args.seed, **grid}
     if args.starts is not None:
         q["starts"] = args.starts
-    try:
-        res = run_spec(args.spec, args.out, progress=_progress(args), questions=[{"name": "fit", "kind": "fit"}, q],
-                       resume=args.resume)
-    except InputError as err:
-        print(f"nuejax limits: error: {err}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(res))
-        return 0
-    a, fit = res["questions"][q["name"]], res["questions"]["fit"]
-    regions = ", ".join(_fmt(r) for r in a["regions"])
-    print(f"{args.poi}: best fit {a['best']:.4g}; {100 * a['cl']:g}% CL Feldman-Cousins interval {_fmt(a['interval'])}"
-          f" (regions: {regions}); {a['n_toys']} toys at each of {len(a['values'])} points over "
-          f"[{a['values'][0]:.4g}, {a['values'][-1]:.4g}]; fit {'valid' if fit['valid'] else 'NOT valid'}")
-    print(f"  {a['convention']}")
-    return 0
+    return _answer_spec("limits", args, questions=[{"name": "fit", "kind": "fit"}, q], resume=args.resume)
 
 
 def _cmd_limits(args) -> int:

@@ -227,3 +227,15 @@ def test_nuejax_limits_of_any_parameter_of_a_spec(tmp_path, capsys):
     assert main(["limits", str(path), "--poi", "mu_nu", "--toys", "200", "--grid", "9", "--seed", "3",
                  "--out", str(tmp_path / "out"), "--resume"]) == 0
     assert "90% CL Feldman-Cousins interval" in capsys.readouterr().out
+
+
+def test_nuejax_run_prints_every_kind_of_answer(capsys):
+    """`nuejax run` and `nuejax limits SPEC` print answers with one printer, a Feldman-Cousins
+    answer included (it has no 'upper' of an upper limit)."""
+    from nuejax.cli import _print_answer
+
+    fc = {"kind": "feldman_cousins", "poi": "mu_nu", "cl": 0.9, "values": [0.5, 1.0, 1.5], "interval": [0.8, 1.2],
+          "regions": [[0.8, 1.2]], "convention": "Feldman-Cousins (test)", "n_toys": 10, "best": 1.0}
+    _print_answer("fc", fc)
+    out = capsys.readouterr().out
+    assert "fc: mu_nu 90% CL Feldman-Cousins interval [0.8, 1.2]" in out and "10 toys at each of 3 points" in out
