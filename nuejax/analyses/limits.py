@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import DataError
 
-__all__ = ["merge_limits", "read_counts", "run_limits"]
+__all__ = ["delta_chi2_range", "merge_limits", "read_counts", "run_limits"]
 
 
 def read_counts(path, n_obs: int) -> np.ndarray:
@@ -48,11 +48,13 @@ def read_counts(path, n_obs: int) -> np.ndarray:
     return np.asarray(check_data(np.ravel(n), n_obs, name=str(path)), dtype=float)
 
 
-def _edge(scan, level):
-    """The largest scanned value whose Δχ² stays below ``level`` (the scan's end if none exceeds it)."""
+def delta_chi2_range(scan, level: float) -> tuple[float, float]:
+    """``(lowest, highest)`` scanned value of a :class:`~nuejax.inference.ProfileScan` whose Δχ²
+    lies below ``level`` (the scan's ends where it never rises above it): the range the
+    automatic grids of ``nuejax limits`` are built from."""
     d = np.asarray(scan.delta_chi2)
     ok = np.nonzero(d < level)[0]
-    return float(scan.values[ok[-1]]), float(scan.values[ok[0]])
+    return float(scan.values[ok[0]]), float(scan.values[ok[-1]])
 
 
 def run_limits(outdir="nuejax_limits", *, n_toys: int = 400, n_grid: int = 11, n_T: int = 2000, data=None,
@@ -80,14 +82,14 @@ def run_limits(outdir="nuejax_limits", *, n_toys: int = 400, n_grid: int = 11, n
         "the profile likelihood")
     fit_mu = newton_fit(m_mu, counts, one_sided=False)
     scan = profile_scan(m_mu, counts, "mu_nu", np.linspace(0.0, 40.0, 81), global_fit=fit_mu)
-    mu_hi = 1.2 * _edge(scan, 9.0)[0]
+    mu_hi = 1.2 * delta_chi2_range(scan, 9.0)[1]
     grid_mu = np.linspace(0.0, mu_hi, n_grid)
     fit_eps = newton_fit(m_eps, counts, one_sided=False)
     box = []
     for name in ("eps_ee_L", "eps_ee_R"):
         c = fit_eps.values[name]
         s = profile_scan(m_eps, counts, name, np.linspace(c - 1.0, c + 1.0, 81), global_fit=fit_eps)
-        hi, lo = _edge(s, 9.0)
+        lo, hi = delta_chi2_range(s, 9.0)
         pad = 0.2 * (hi - lo)
         box.append(np.linspace(lo - pad, hi + pad, n_grid))
     wilks_mu = profile_scan(m_mu, counts, "mu_nu", grid_mu, global_fit=fit_mu)

@@ -312,7 +312,7 @@ def automatic_grid(model, counts, poi: str, best, num: int, *, starts=None) -> n
     from ..errors import ParameterError
     from ..inference import profile_scan
     from ..inference.starts import DEFAULT_STARTS
-    from .limits import _edge
+    from .limits import delta_chi2_range
 
     p = model.parameters[poi]
     lo, hi = float(p.lower), float(p.upper)
@@ -326,7 +326,7 @@ def automatic_grid(model, counts, poi: str, best, num: int, *, starts=None) -> n
                              f"and its bounds [{lo}, {hi}] are not finite; give 'grid' or 'values'")
     scan = profile_scan(model, counts, poi, np.linspace(a, b, 61), global_fit=best,
                         starts=DEFAULT_STARTS if starts is None else starts)
-    v1, v0 = _edge(scan, 9.0)  # the range nuejax limits' demo grids are built from
+    v0, v1 = delta_chi2_range(scan, 9.0)  # the range nuejax limits' demo grids are built from
     pad = 0.2 * (v1 - v0) if v1 > v0 else (b - a) / 60.0
     return np.linspace(max(lo, v0 - pad), min(hi, v1 + pad), num)
 
