@@ -323,6 +323,12 @@ def _print_answer(name: str, a: dict) -> None:
     elif a["kind"] == "upper_limit":
         print(f"{name}: {a['poi']} < " + ("(no crossing on the grid)" if a["upper"] is None else f"{a['upper']:.4g}")
               + f" at {a['cl']:.0%} CL (best fit {a['best']:.4g})")
+    elif a["kind"] == "impacts":
+        from .inference.impacts import ImpactsResult
+
+        print(f"{name}: " + str(ImpactsResult.from_dict(a)).replace("\n", "\n  "))
+        if a["figure"]:
+            print(f"  figure: {a['figure']}")
     else:  # feldman_cousins
         print(f"{name}: {a['poi']} {a['cl']:.0%} CL Feldman-Cousins interval {_fmt(a['interval'])} (regions: "
               + ", ".join(_fmt(r) for r in a["regions"]) + f"; best fit {a['best']:.4g}); {a['n_toys']} toys at each "

@@ -17,12 +17,13 @@ import numpy as np
 
 __all__ = ["require_matplotlib", "plot_spectrum", "plot_scan", "plot_scan_2d", "plot_correlation", "plot_pulls",
            "parameter_label", "parameter_symbol", "component_label", "component_colors", "plot_feldman_cousins",
-           "plot_cls", "plot_coverage", "save_scan_figures"]
+           "plot_cls", "plot_coverage", "plot_impacts", "save_scan_figures"]
 
 #: Component (signal normalisation group or background) -> legend label.
 _COMPONENT_LABELS = {
     "norm_pp": "pp", "norm_pep": "pep", "norm_hep": "hep", "norm_7Be": r"$^7$Be", "norm_8B": r"$^8$B",
-    "norm_CNO": "CNO", "rate_14C": r"$^{14}$C", "rate_210Bi": r"$^{210}$Bi", "rate_85Kr": r"$^{85}$Kr",
+    "norm_CNO": "CNO", "rate_pp": "pp", "rate_pep": "pep", "rate_hep": "hep", "rate_7Be": r"$^7$Be",
+    "rate_8B": r"$^8$B", "rate_CNO": "CNO", "rate_14C": r"$^{14}$C", "rate_210Bi": r"$^{210}$Bi", "rate_85Kr": r"$^{85}$Kr",
     "rate_210Po": r"$^{210}$Po", "rate_11C": r"$^{11}$C", "rate_ext_40K": r"ext $^{40}$K",
     "rate_ext_214Bi": r"ext $^{214}$Bi", "rate_ext_208Tl": r"ext $^{208}$Tl",
 }
@@ -278,6 +279,47 @@ def plot_pulls(result, parameters, ax=None, *, path=None):
     lim = max(3.0, 1.1 * max(abs(v) for v in pulls.values()))
     ax.set_xlim(-lim, lim)
     ax.set_xlabel(r"pull (value $-$ centre)/$\sigma$")
+    return _finish(ax, created, path)
+
+
+def plot_impacts(result, ax=None, *, top: int | None = 20, path=None):
+    r"""A :class:`~nuejax.inference.impacts.ImpactsResult` as the ranking plots of ATLAS, CMS and
+    cabinetry draw it: one row per parameter, highest-ranked at the top; on the top axis the
+    post-fit impacts on the parameter of interest as filled bars (parameter shifted up: blue,
+    down: teal) and the pre-fit ones as open bars; on the bottom axis the pull with the
+    post-fit constraint as its error bar (parameters without a pre-fit width show no pull).
+    ``top``: how many parameters (None: all). Returns the bottom axes (``path`` as in
+    :func:`plot_scan`)."""
+    names = list(result.ranked(top))
+    if not names:
+        raise ValueError("no parameters to rank")
+    y = np.arange(len(names))[::-1]
+    ax, created = _axes(ax, (7.0, 0.42 * len(names) + 2.6))
+    up = ax.twiny()
+    for what, kw in (("prefit", dict(fill=False, lw=1.0)), ("postfit", dict(alpha=0.75, lw=0))):
+        for side, colour in ((1, "C0"), (0, "C9")):
+            vals = [np.nan if (result.__dict__[what].get(n) is None or result.__dict__[what][n][side] is None)
+                    else result.__dict__[what][n][side] for n in names]
+            label = f"{what[:-3]}-fit impact, θ {'+' if side else '−'} σ"
+            up.barh(y, np.nan_to_num(vals), height=0.7, edgecolor=colour,
+                    **({"color": colour} if what == "postfit" else {}), label=label, **kw)
+    span = max([abs(v) for n in names for w in (result.prefit, result.postfit) if w.get(n)
+                for v in w[n] if v is not None] + [1e-12])
+    up.set_xlim(-1.15 * span, 1.15 * span)
+    up.set_xlabel(rf"impact $\Delta$ on {parameter_label(result.poi)}")
+    up.legend(loc="lower center", ncol=2, fontsize="small", framealpha=0.9)
+    pulls = [np.nan if result.pulls.get(n) is None else result.pulls[n] for n in names]
+    err = [np.nan if result.constraints.get(n) is None else result.constraints[n] for n in names]
+    ax.axvline(0, color="k", lw=0.5)
+    ax.axvline(-1, color="gray", ls=":", lw=0.7)
+    ax.axvline(1, color="gray", ls=":", lw=0.7)
+    ax.errorbar(pulls, y, xerr=err, fmt="ko", ms=4, label="pull")
+    ax.set_xlim(-2.0, 2.0)
+    ax.set_xlabel(r"pull $(\hat\theta - \theta_0)/\sigma_{\rm pre}$, error bar $\sigma_{\rm post}/\sigma_{\rm pre}$")
+    ax.set_yticks(y, [parameter_label(n) for n in names])
+    ax.set_ylim(-2.6, len(names) - 0.3)  # two empty rows at the bottom hold the legend
+    ax.set_zorder(up.get_zorder() + 1)  # pulls drawn over the bars
+    ax.patch.set_visible(False)
     return _finish(ax, created, path)
 
 

@@ -63,8 +63,17 @@ def _experiment(folder, spec=SPEC):
     return folder / "analysis.toml"
 
 
+RANKING = textwrap.dedent("""
+    [[questions]]
+    name = "ranking"
+    kind = "impacts"
+    poi = "mu_nu"
+    top = 4
+    """)
+
+
 def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp_path, capsys):
-    path = _experiment(tmp_path)
+    path = _experiment(tmp_path, SPEC + RANKING)
     model, _ = build_spec(load_spec(path))
     # the constrained parameters (solar rates, resolution) at their constraints' centres
     truth = model.parameters.values(mu_nu=1.0, bkg_scale=1.2)
@@ -84,6 +93,13 @@ def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp
     lim = res["questions"]["mu_nu_limit"]
     assert lim["best"] == pytest.approx(1.0, rel=1e-3) and 1.0 < lim["upper"] < prof["interval"][1] and "q~" in lim["convention"]
     assert json.loads((tmp_path / "out" / "results.json").read_text())["questions"]["best"] == fit
+    # the ranking: every other free parameter, impacts of both signs about the best fit, a figure
+    rank = res["questions"]["ranking"]
+    assert rank["kind"] == "impacts" and rank["poi_value"] == pytest.approx(fit["values"]["mu_nu"])
+    assert set(rank["names"]) == set(fit["values"]) - {"mu_nu"} and rank["n_failed"] == 0
+    top = rank["names"][0]
+    assert rank["postfit"][top][0] * rank["postfit"][top][1] < 0
+    assert (tmp_path / "out" / "ranking.png").stat().st_size > 0
     # the command gives the same answers
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NonIntegerCountsWarning)
@@ -239,3 +255,16 @@ def test_nuejax_run_prints_every_kind_of_answer(capsys):
     _print_answer("fc", fc)
     out = capsys.readouterr().out
     assert "fc: mu_nu 90% CL Feldman-Cousins interval [0.8, 1.2]" in out and "10 toys at each of 3 points" in out
+
+
+def test_nuejax_run_prints_an_impacts_answer(capsys):
+    from nuejax.cli import _print_answer
+    from nuejax.inference import ImpactsResult
+
+    r = ImpactsResult("mu_nu", 1.0, 0.2, ("bkg_scale", "norm_pp"), {"bkg_scale": None, "norm_pp": 0.5},
+                      {"bkg_scale": None, "norm_pp": 0.9}, {"bkg_scale": None, "norm_pp": (-0.01, 0.02)},
+                      {"bkg_scale": (-0.1, 0.08), "norm_pp": (-0.011, 0.019)}, {}, 10.0, 6, 0)
+    _print_answer("ranking", {**r.to_dict(), "kind": "impacts", "figure": "out/ranking.png"})
+    out = capsys.readouterr().out
+    assert "ranking: impacts on mu_nu = 1 ± 0.2" in out and "figure: out/ranking.png" in out
+    assert out.index("bkg_scale") < out.index("norm_pp") and "+0.08" in out and "+0.5" in out

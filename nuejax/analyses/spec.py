@@ -277,7 +277,8 @@ def build_spec(spec: dict):
 #: The keys each question kind takes besides name, kind and starts.
 _QUESTION_KEYS = {"fit": set(), "profile": {"poi", "grid", "values", "cl", "max_iter"},
                   "upper_limit": {"poi", "grid", "values", "cl", "max_iter"},
-                  "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed"}}
+                  "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed"},
+                  "impacts": {"poi", "top"}}
 
 
 def _check_question(spec, i, q, model):
@@ -292,7 +293,7 @@ def _check_question(spec, i, q, model):
             _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs one of 'grid' or 'values', not both")
         if "points" in q and ("grid" in q or "values" in q):
             _fail(spec, ["questions", i, "points"], "is the size of the automatic grid: give it without 'grid' or 'values'")
-        if kind != "feldman_cousins" and "grid" not in q and "values" not in q:
+        if kind not in ("feldman_cousins", "impacts") and "grid" not in q and "values" not in q:
             _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs one of 'grid' or 'values'")
         if "values" in q and not np.all(np.diff(q["values"]) > 0):
             _fail(spec, ["questions", i, "values"], "must increase")
@@ -346,6 +347,25 @@ def _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume) -> d
             "best": float(best.params[q["poi"]])}
 
 
+def _impacts(model, counts, q, best, out) -> dict:
+    from ..inference.impacts import impacts
+
+    r = impacts(model, counts, q["poi"], fit=best)
+    a = {**r.to_dict(), "kind": "impacts", "figure": None}
+    if out is not None:
+        try:
+            from ..plotting import plot_impacts, require_matplotlib
+
+            require_matplotlib()
+        except ImportError:  # matplotlib is optional (nuejax[plot]): the numbers do not need it
+            return a
+        Path(out).mkdir(parents=True, exist_ok=True)
+        path = Path(out) / f"{q['name']}.png"
+        plot_impacts(r, top=int(q.get("top", 20)), path=path)
+        a["figure"] = str(path)
+    return a
+
+
 def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False) -> dict:
     """Answer every question of the specification at ``path`` in order; returns (and with
     ``out``, writes into ``out/results.json``) ``{"name", "spec", "questions": {name: answer},
@@ -355,7 +375,9 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     below the threshold on the grid) and its convention; ``feldman_cousins``: the interval (the
     region containing the best fit), every region, the convention, per grid point the observed
     statistic, the critical value and its Monte Carlo error, acceptance and valid toys (the run's
-    toys in ``out/runs/NAME``; ``resume=True`` continues a stored run). ``questions``: a list of question
+    toys in ``out/runs/NAME``; ``resume=True`` continues a stored run); ``impacts``: pulls,
+    constraints and pre- and post-fit impacts on ``poi``, ranked
+    (:class:`~nuejax.inference.impacts.ImpactsResult`; with ``out``, the figure ``out/NAME.png``). ``questions``: a list of question
     tables replacing the file's."""
     from ..inference import newton_fit, profile_scan
     from ..inference.starts import DEFAULT_STARTS
@@ -388,6 +410,9 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
                                   "n_at_minimum": int(best.n_at_minimum),
                                   "minima": [{"fval": float(mn["fval"]), "n_starts": int(mn["n_starts"])}
                                              for mn in best.minima]}
+            continue
+        if q["kind"] == "impacts":
+            answers[q["name"]] = _impacts(model, counts, q, best, out)
             continue
         cl = float(q.get("cl", 0.9))
         if "values" in q:

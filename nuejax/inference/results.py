@@ -35,6 +35,7 @@ from .intervals import (DCHI2_90, Interval, crossings, interval_from_profile, on
 SCHEMA = 1
 
 __all__ = ["BatchFitResult", "CLsResult", "CoverageResult", "FeldmanCousinsResult", "FitResult", "GoodnessOfFit",
+           "ImpactsResult",
            "Saveable", "Scan2DResult", "ScanResult", "array_from_json", "json_array", "json_float", "json_pair",
            "load_result", "num_or_nan", "versions"]
 
@@ -82,10 +83,10 @@ class Saveable:
 
 def load_result(path):
     """Load any saved result (:class:`FitResult`, :class:`ScanResult`, :class:`Scan2DResult`,
-    :class:`FeldmanCousinsResult`, :class:`CLsResult`, :class:`CoverageResult`)."""
+    :class:`FeldmanCousinsResult`, :class:`CLsResult`, :class:`CoverageResult`, :class:`ImpactsResult`)."""
     d = json.loads(Path(path).read_text())
     kinds = {c.__name__: c for c in (FitResult, ScanResult, Scan2DResult, FeldmanCousinsResult, CLsResult,
-                                     CoverageResult)}
+                                     CoverageResult, ImpactsResult)}
     if d.get("kind") not in kinds:
         raise ValueError(f"{path}: not a saved nuejax result (kind = {d.get('kind')!r})")
     return kinds[d["kind"]].from_dict(d)
@@ -673,3 +674,81 @@ class GoodnessOfFit:
         return {"deviance": self.deviance, "ndof": self.ndof, "p_chi2": self.p_chi2, "p_toys": self.p_toys,
                 "n_toys": self.n_toys, "n_toys_converged": self.n_toys_converged,
                 "toy_deviances": list(self.toy_deviances)}
+
+
+def _pair(v):
+    return None if v is None else [json_float(v[0]), json_float(v[1])]
+
+
+def _tuple(v):
+    return None if v is None else tuple(None if a is None else float(a) for a in v)
+
+
+@dataclass(frozen=True)
+class ImpactsResult(Saveable):
+    """Pulls, constraints and impacts of every fitted parameter other than ``poi``
+    (:mod:`~nuejax.inference.impacts`), ``names`` ranked by the larger absolute post-fit impact. ``prefit[n]`` and
+    ``postfit[n]`` are ``(down, up)``: the shift of the best-fit ``poi`` with ``n`` held at its
+    lower and upper shifted value (``shifts[n]["prefit"|"postfit"]``); None where not computed
+    (no pre-fit width; a side beyond a bound; a refit that failed, counted in ``n_failed``)."""
+
+    poi: str
+    poi_value: float
+    poi_error: float | None
+    names: tuple
+    pulls: dict
+    constraints: dict
+    prefit: dict
+    postfit: dict
+    shifts: dict
+    fval: float
+    n_refits: int
+    n_failed: int
+    seconds: float = 0.0
+    versions: dict = field(default_factory=versions, repr=False)
+
+    def ranked(self, top: int | None = None) -> tuple:
+        """The ``top`` highest-ranked names (all by default)."""
+        return self.names if top is None else self.names[:int(top)]
+
+    def to_dict(self) -> dict:
+        return {"kind": type(self).__name__, "poi": self.poi, "poi_value": self.poi_value,
+                "poi_error": json_float(self.poi_error), "names": list(self.names),
+                "pulls": {k: json_float(v) for k, v in self.pulls.items()},
+                "constraints": {k: json_float(v) for k, v in self.constraints.items()},
+                "prefit": {k: _pair(v) for k, v in self.prefit.items()},
+                "postfit": {k: _pair(v) for k, v in self.postfit.items()},
+                "shifts": {k: {w: _pair(v) for w, v in d.items()} for k, d in self.shifts.items()},
+                "fval": self.fval, "n_refits": self.n_refits, "n_failed": self.n_failed, "seconds": self.seconds,
+                "versions": self.versions}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ImpactsResult":
+        return cls(d["poi"], float(d["poi_value"]), d["poi_error"], tuple(d["names"]), dict(d["pulls"]),
+                   dict(d["constraints"]), {k: _tuple(v) for k, v in d["prefit"].items()},
+                   {k: _tuple(v) for k, v in d["postfit"].items()},
+                   {k: {w: _tuple(v) for w, v in s.items()} for k, s in d["shifts"].items()}, float(d["fval"]),
+                   int(d["n_refits"]), int(d["n_failed"]), float(d["seconds"]), d.get("versions", {}))
+
+    def __str__(self) -> str:
+        def f(v):
+            return "    n/a" if v is None else f"{v:+.3g}"
+
+        def pair(n, what, table):  # "bound": no shift that side (a bound); "failed": the refit did not converge
+            v, sh = table.get(n), self.shifts.get(n, {}).get(what)
+            if v is None:
+                return f"{'':>10} {'':>10}"
+            cells = ["bound" if sh is not None and sh[k] is None else "failed" if v[k] is None else f(v[k])
+                     for k in (0, 1)]
+            return f"{cells[0]:>10} {cells[1]:>10}"
+
+        err = "n/a" if self.poi_error is None else f"{self.poi_error:.4g}"
+        lines = [f"impacts on {self.poi} = {self.poi_value:.4g} ± {err} (Hessian); {self.n_refits} refits in one "
+                 f"launch, {self.n_failed} failed ('bound': a parameter on a bound is shifted inward only)",
+                 f"{'parameter':<24}{'pull':>8}{'constr.':>9} {'post down':>10} {'post up':>10} "
+                 f"{'pre down':>10} {'pre up':>10}"]
+        for n in self.names:
+            p, c = self.pulls.get(n), self.constraints.get(n)
+            lines.append(f"{n:<24}{'' if p is None else f'{p:+.2f}':>8}{'' if c is None else f'{c:.2f}':>9} "
+                         f"{pair(n, 'postfit', self.postfit)} {pair(n, 'prefit', self.prefit)}")
+        return "\n".join(lines)
