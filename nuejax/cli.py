@@ -323,6 +323,29 @@ def _print_answer(name: str, a: dict) -> None:
     elif a["kind"] == "upper_limit":
         print(f"{name}: {a['poi']} < " + ("(no crossing on the grid)" if a["upper"] is None else f"{a['upper']:.4g}")
               + f" at {a['cl']:.0%} CL (best fit {a['best']:.4g})")
+    elif a["kind"] == "goodness_of_fit":
+        toys = ("" if a["p_toys"] is None else
+                f", p = {a['p_toys']:.3g} from {a['n_toys_converged']} of {a['n_toys']} toys")
+        print(f"{name}: deviance {a['deviance']:.2f} for {a['ndof']} degrees of freedom, p(chi2) = {a['p_chi2']:.3g}"
+              f"{toys} ({a['convention']})")
+    elif a["kind"] == "cls":
+        lim = "not reached on the grid" if a["limit"] is None else f"{a['limit']:.4g}"
+        exp = a["expected"].get("0")
+        print(f"{name}: {a['poi']} < {lim} at {a['cl']:.0%} CL, CLs ({a['method']}"
+              + (f", {a['n_toys']} toys" if a["n_toys"] else "") + ")"
+              + ("" if exp is None else f"; expected median {exp:.4g}"))
+        print(f"  {a['convention']}")
+    elif a["kind"] == "region_2d":
+        x, y = a["poi"]
+        where = ("no grid point inside" if a["extent"] is None else
+                 f"{x} in [{a['extent'][0][0]:.4g}, {a['extent'][0][1]:.4g}], "
+                 f"{y} in [{a['extent'][1][0]:.4g}, {a['extent'][1][1]:.4g}] on the grid")
+        n = len(a["values_x"]) * len(a["values_y"])
+        print(f"{name}: {x} x {y} {a['cl']:.0%} CL region (Δχ² < {a['threshold']:.3f}, 2 dof): {a['n_inside']} of {n} "
+              f"grid points inside, {where}; best fit ({a['best'][0]:.4g}, {a['best'][1]:.4g}); "
+              f"{a['converged']} of {n} points converged")
+        if a["open_at"]:
+            print(f"  the region reaches the grid's edge at {', '.join(a['open_at'])}: it may continue beyond the grid")
     elif a["kind"] == "impacts":
         from .inference.impacts import ImpactsResult
 

@@ -268,3 +268,105 @@ def test_nuejax_run_prints_an_impacts_answer(capsys):
     out = capsys.readouterr().out
     assert "ranking: impacts on mu_nu = 1 ± 0.2" in out and "figure: out/ranking.png" in out
     assert out.index("bkg_scale") < out.index("norm_pp") and "+0.08" in out and "+0.5" in out
+
+
+MORE = textwrap.dedent("""\
+    version = 1
+    name = "synthetic-xenon-more"
+
+    [model]
+    kind = "xenon"
+    edges_kev = {edges}
+    exposure_t_yr = 20.0
+    efficiency_file = "efficiency.txt"
+    background_file = "background.txt"
+
+    [data]
+    file = "counts.txt"
+
+    [parameters]
+    release = ["mu_nu"]
+
+    [[questions]]
+    name = "best"
+    kind = "fit"
+
+    [[questions]]
+    name = "gof"
+    kind = "goodness_of_fit"
+
+    [[questions]]
+    name = "mu_nu_profile"
+    kind = "profile"
+    poi = "mu_nu"
+    grid = {{start = 0.0, stop = 2.5, num = 51}}
+
+    [[questions]]
+    name = "mu_nu_cls"
+    kind = "cls"
+    poi = "mu_nu"
+    grid = {{start = 0.1, stop = 4.0, num = 40}}
+
+    [[questions]]
+    name = "region"
+    kind = "region_2d"
+    poi = "mu_nu"
+    grid = {{start = 0.0, stop = 2.5, num = 11}}
+    poi_y = "bkg_scale"
+    values_y = [0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5]
+    """).format(edges=EDGES)
+
+
+@pytest.mark.slow
+def test_goodness_of_fit_cls_and_2d_region_questions(tmp_path, capsys):
+    path, model = _rounded_asimov(tmp_path, MORE)
+    res = run_spec(path, tmp_path / "out")["questions"]
+    best = res["best"]
+    assert best["valid"]
+    # the deviance, against a direct evaluation at the best fit (Baker & Cousins 1984)
+    n = np.loadtxt(tmp_path / "counts.txt")
+    mu = np.asarray(model.expected(model.parameters.values(**best["values"])))
+    safe = np.where(n > 0, n, 1.0)
+    dev = 2.0 * np.sum(mu - n + np.where(n > 0, n * np.log(safe / mu), 0.0))
+    gof = res["gof"]
+    assert gof["deviance"] == pytest.approx(dev, rel=1e-6) and gof["ndof"] == len(n) - len(best["values"])
+    assert 0.0 < gof["p_chi2"] <= 1.0 and gof["p_toys"] is None
+    # CLs: above the best fit, inside the grid, the expected band ordered
+    cls = res["mu_nu_cls"]
+    assert cls["method"] == "asymptotic" and best["values"]["mu_nu"] < cls["limit"] < 4.0
+    band = [cls["expected"][k] for k in ("-2", "-1", "0", "1", "2")]
+    assert all(a <= b for a, b in zip(band, band[1:]))
+    # the 2-D region (2 dof) holds the best fit's neighbourhood and is wider in mu_nu than the
+    # 1-D 90 % interval (threshold 4.605 against 2.706)
+    reg, prof = res["region"], res["mu_nu_profile"]
+    assert reg["converged"] == 11 * 7 and reg["ndof"] == 2 and reg["threshold"] == pytest.approx(4.605, abs=1e-3)
+    d = np.array([[np.inf if v is None else v for v in row] for row in reg["delta_chi2"]])
+    assert np.array_equal(np.asarray(reg["inside"]), d < reg["threshold"])
+    assert reg["extent"][0][0] <= prof["interval"][0] + 0.25 and reg["extent"][0][1] >= prof["interval"][1] - 0.25
+    ix = int(np.argmin(np.abs(np.asarray(reg["values_x"]) - best["values"]["mu_nu"])))
+    iy = int(np.argmin(np.abs(np.asarray(reg["values_y"]) - best["values"]["bkg_scale"])))
+    assert reg["inside"][ix][iy]
+    # a Delta chi2 of the 2-D scan is a profile: at the grid's mu_nu values on the 1-D grid it is
+    # never below the 1-D profile there (the 1-D profile minimises over bkg_scale too)
+    p1 = dict(zip(np.round(prof["values"], 9), prof["delta_chi2"]))
+    for i, x in enumerate(reg["values_x"]):
+        assert np.nanmin(d[i]) >= p1[round(x, 9)] - 1e-6
+    # printed
+    from nuejax.cli import _print_answer
+
+    for k in ("gof", "mu_nu_cls", "region"):
+        _print_answer(k, res[k])
+    out = capsys.readouterr().out
+    assert "degrees of freedom" in out and "CLs (asymptotic)" in out and "2 dof" in out
+
+
+@pytest.mark.parametrize("change, what", [
+    (('poi_y = "bkg_scale"\n', ''), "needs 'poi_y'"),
+    (('poi_y = "bkg_scale"', 'poi_y = "mu_nu"'), "must differ from 'poi'"),
+    (('values_y = [0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5]', 'values_y = [1.0, 0.9]'), "values_y: must increase"),
+    (('kind = "goodness_of_fit"', 'kind = "goodness_of_fit"\npoi = "mu_nu"'), "takes no 'poi'"),
+])
+def test_new_question_kinds_refuse_bad_keys(tmp_path, change, what):
+    path = _experiment(tmp_path, MORE.replace(*change))
+    with pytest.raises(InputError, match=what):
+        run_spec(path)

@@ -278,7 +278,25 @@ def build_spec(spec: dict):
 _QUESTION_KEYS = {"fit": set(), "profile": {"poi", "grid", "values", "cl", "max_iter"},
                   "upper_limit": {"poi", "grid", "values", "cl", "max_iter"},
                   "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed"},
-                  "impacts": {"poi", "top"}}
+                  "impacts": {"poi", "top"},
+                  "goodness_of_fit": {"toys", "seed"},
+                  "cls": {"poi", "grid", "values", "cl", "max_iter", "toys", "seed"},
+                  "region_2d": {"poi", "grid", "values", "poi_y", "grid_y", "values_y", "cl", "max_iter"}}
+#: Kinds that ask about no parameter, and kinds whose grid may be left out.
+_NO_POI = ("fit", "goodness_of_fit")
+_OPTIONAL_GRID = ("feldman_cousins", "impacts")
+
+
+def _check_grid(spec, i, q, name, y=""):
+    grid, values = "grid" + y, "values" + y
+    if grid in q and values in q:
+        _fail(spec, ["questions", i], f"question {name!r} needs one of '{grid}' or '{values}', not both")
+    if q["kind"] not in _OPTIONAL_GRID and grid not in q and values not in q:
+        _fail(spec, ["questions", i], f"question {name!r} ({q['kind']}) needs one of '{grid}' or '{values}'")
+    if values in q and not np.all(np.diff(q[values]) > 0):
+        _fail(spec, ["questions", i, values], "must increase")
+    if grid in q and not q[grid]["stop"] > q[grid]["start"]:
+        _fail(spec, ["questions", i, grid], "needs stop > start")
 
 
 def _check_question(spec, i, q, model):
@@ -286,22 +304,32 @@ def _check_question(spec, i, q, model):
     extra = sorted(set(q) - {"name", "kind", "starts"} - _QUESTION_KEYS[kind])
     if extra:
         _fail(spec, ["questions", i, extra[0]], f"a question of kind {kind!r} takes no '{extra[0]}'")
-    if kind != "fit":
+    if kind not in _NO_POI:
         if "poi" not in q:
             _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs 'poi'")
-        if "grid" in q and "values" in q:
-            _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs one of 'grid' or 'values', not both")
+        _check_grid(spec, i, q, q["name"])
         if "points" in q and ("grid" in q or "values" in q):
             _fail(spec, ["questions", i, "points"], "is the size of the automatic grid: give it without 'grid' or 'values'")
-        if kind not in ("feldman_cousins", "impacts") and "grid" not in q and "values" not in q:
-            _fail(spec, ["questions", i], f"question {q['name']!r} ({kind}) needs one of 'grid' or 'values'")
-        if "values" in q and not np.all(np.diff(q["values"]) > 0):
-            _fail(spec, ["questions", i, "values"], "must increase")
-    if "poi" in q and q["poi"] not in model.parameters.free_names:
-        _fail(spec, ["questions", i, "poi"], f"{q['poi']!r} is not a free parameter (free: "
-                                             f"{', '.join(model.parameters.free_names)}; release it under [parameters])")
-    if "grid" in q and not q["grid"]["stop"] > q["grid"]["start"]:
-        _fail(spec, ["questions", i, "grid"], "needs stop > start")
+    if kind == "region_2d":
+        if "poi_y" not in q:
+            _fail(spec, ["questions", i], f"question {q['name']!r} (region_2d) needs 'poi_y', the second parameter")
+        if q["poi_y"] == q.get("poi"):
+            _fail(spec, ["questions", i, "poi_y"], "must differ from 'poi'")
+        _check_grid(spec, i, q, q["name"], "_y")
+    for key in ("poi", "poi_y"):
+        if key in q and q[key] not in model.parameters.free_names:
+            _fail(spec, ["questions", i, key], f"{q[key]!r} is not a free parameter (free: "
+                                               f"{', '.join(model.parameters.free_names)}; release it under [parameters])")
+
+
+def _grid(q, y="") -> np.ndarray | None:
+    """The tested values of a question (``y = "_y"``: of its second parameter); None for none."""
+    if "values" + y in q:
+        return np.asarray(q["values" + y], dtype=float)
+    if "grid" + y in q:
+        g = q["grid" + y]
+        return np.linspace(float(g["start"]), float(g["stop"]), int(g["num"]))
+    return None
 
 
 def automatic_grid(model, counts, poi: str, best, num: int, *, starts=None) -> np.ndarray:
@@ -347,6 +375,53 @@ def _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume) -> d
             "best": float(best.params[q["poi"]])}
 
 
+def _goodness_of_fit(model, counts, q, best) -> dict:
+    import jax
+
+    from ..inference import goodness_of_fit
+
+    g = goodness_of_fit(model, counts, best, n_toys=int(q.get("toys", 0)), key=jax.random.PRNGKey(int(q.get("seed", 0))))
+    return {"kind": "goodness_of_fit", **g.to_dict(), "toy_deviances": None,
+            "convention": "saturated-model Poisson deviance (Baker & Cousins 1984), constraint terms left out; "
+                          "p_chi2 asymptotic, p_toys from toys drawn at the best fit"}
+
+
+def _cls(model, counts, q, grid, cl, starts) -> dict:
+    from ..inference import cls_upper_limit
+
+    kw = {"max_iter": int(q["max_iter"])} if "max_iter" in q else {}
+    r = cls_upper_limit(model, counts, q["poi"], grid, cl=cl, n_toys=int(q.get("toys", 0)), key=int(q.get("seed", 0)),
+                        starts=starts, **kw)
+    return {"kind": "cls", "poi": q["poi"], "cl": cl, "method": r.method, "limit": r.limit, "expected": r.expected,
+            "limit_sb": r.limit_sb, "expected_sb": r.expected_sb, "values": grid.tolist(),
+            "cls": np.asarray(r.cls).tolist(), "n_toys": int(r.n_toys), "convention": r.convention}
+
+
+def _region_2d(model, counts, q, grid, cl, best, starts) -> dict:
+    from ..inference import profile_scan_2d
+    from ..inference.intervals import two_sided_threshold
+
+    gy = _grid(q, "_y")
+    kw = {"n_iter": int(q["max_iter"])} if "max_iter" in q else {}
+    s = profile_scan_2d(model, counts, (q["poi"], q["poi_y"]), grid, gy, global_fit=best, starts=starts, **kw)
+    level = two_sided_threshold(cl, 2)
+    conv = np.asarray(s.converged, dtype=bool)
+    d = np.where(conv, np.asarray(s.delta_chi2), np.nan)
+    inside = conv & (d < level)
+    edges = {"x_low": bool(inside[0].any()), "x_high": bool(inside[-1].any()),
+             "y_low": bool(inside[:, 0].any()), "y_high": bool(inside[:, -1].any())}
+    ix, iy = np.nonzero(inside)
+    return {"kind": "region_2d", "poi": [q["poi"], q["poi_y"]], "cl": cl, "threshold": level, "ndof": 2,
+            "values_x": grid.tolist(), "values_y": gy.tolist(),
+            "delta_chi2": [[None if not np.isfinite(v) else float(v) for v in row] for row in d],
+            "inside": inside.tolist(), "n_inside": int(inside.sum()), "converged": int(conv.sum()),
+            "best": [float(best.params[q["poi"]]), float(best.params[q["poi_y"]])],
+            "extent": None if ix.size == 0 else [[float(grid[ix.min()]), float(grid[ix.max()])],
+                                                   [float(gy[iy.min()]), float(gy[iy.max()])]],
+            "open_at": [k for k, v in edges.items() if v],
+            "convention": f"two-parameter profile Δχ² < {level:.3f} (χ²₂ at {cl:.4g}, Wilks), the others profiled"}
+
+
 def _impacts(model, counts, q, best, out) -> dict:
     from ..inference.impacts import impacts
 
@@ -377,7 +452,12 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     statistic, the critical value and its Monte Carlo error, acceptance and valid toys (the run's
     toys in ``out/runs/NAME``; ``resume=True`` continues a stored run); ``impacts``: pulls,
     constraints and pre- and post-fit impacts on ``poi``, ranked
-    (:class:`~nuejax.inference.impacts.ImpactsResult`; with ``out``, the figure ``out/NAME.png``). ``questions``: a list of question
+    (:class:`~nuejax.inference.impacts.ImpactsResult`; with ``out``, the figure ``out/NAME.png``);
+    ``goodness_of_fit``: the saturated deviance, its degrees of freedom and p-values (toys with
+    ``toys``); ``cls``: the CLs upper limit (asymptotic, or from ``toys``) with its expected band;
+    ``region_2d``: the Δχ² of ``poi`` × ``poi_y`` on the grid, the points inside the region at
+    ``cl`` (two degrees of freedom), its extent on the grid and the grid edges it reaches (``open_at``:
+    the region may continue beyond them). ``questions``: a list of question
     tables replacing the file's."""
     from ..inference import newton_fit, profile_scan
     from ..inference.starts import DEFAULT_STARTS
@@ -414,13 +494,18 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
         if q["kind"] == "impacts":
             answers[q["name"]] = _impacts(model, counts, q, best, out)
             continue
+        if q["kind"] == "goodness_of_fit":
+            answers[q["name"]] = _goodness_of_fit(model, counts, q, best)
+            continue
         cl = float(q.get("cl", 0.9))
-        if "values" in q:
-            grid = np.asarray(q["values"], dtype=float)
-        elif "grid" in q:
-            g = q["grid"]
-            grid = np.linspace(float(g["start"]), float(g["stop"]), int(g["num"]))
-        else:
+        grid = _grid(q)
+        if q["kind"] == "cls":
+            answers[q["name"]] = _cls(model, counts, q, grid, cl, starts)
+            continue
+        if q["kind"] == "region_2d":
+            answers[q["name"]] = _region_2d(model, counts, q, grid, cl, best, starts)
+            continue
+        if grid is None:
             grid = automatic_grid(model, counts, q["poi"], best, int(q.get("points", 11)), starts=starts)
             say(f"  automatic grid of {q['poi']}: {len(grid)} points over [{grid[0]:.4g}, {grid[-1]:.4g}]")
         if q["kind"] == "feldman_cousins":
