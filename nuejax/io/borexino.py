@@ -57,7 +57,7 @@ def read_borexino_shape(path) -> BorexinoShape:
     """Read one ``*_pdfkeV__N.txt`` file: rows ``lo keV, hi keV, density per keV, error``.
 
     Blank lines and lines starting with ``#`` are skipped; rows are numbered by their line in the
-    file (from 1). Subnormal densities (|d| < 1e-300) mark empty bins and read as 0.
+    file (from 1). Subnormal densities (:math:`|d| < 10^{-300}`) mark empty bins and read as 0.
 
     Raises:
         FileNotFoundError: no file at ``path``.
