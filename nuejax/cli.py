@@ -303,14 +303,32 @@ def _cmd_xenonnt(args) -> int:
     return 0
 
 
+def _error_text(hessian, profile, bound) -> str:
+    """A fit answer's error: the profile-likelihood one where computed, the Hessian's beside it
+    only where both sides agree with it to 10 %; what was not computed, said."""
+    if bound is not None:
+        return f"(at its {bound} bound: no symmetric error; see a profile or limit question)"
+    h = "" if hessian is None else f"+- {hessian:.2g} (Hessian)"
+    if not profile:
+        return h or "(no error: the Hessian is singular here)"
+    lo, hi = profile
+    text = (f"{'none' if lo is None else f'{lo:+.2g}'}/{'none' if hi is None else f'{hi:+.2g}'} (profile, Δχ² = 1"
+            + ("; " + ", ".join(w for w, v in (("no lower crossing inside the bounds", lo),
+                                               ("no upper crossing inside the bounds", hi)) if v is None)
+               if lo is None or hi is None else "") + ")")
+    agree = hessian is not None and lo is not None and hi is not None and \
+        max(abs(-lo - hessian), abs(hi - hessian)) <= 0.1 * hessian
+    return f"{text}, {h}" if agree else (f"{text}; the Hessian's {hessian:.2g} differs: the profile is not a parabola"
+                                         if hessian is not None else text)
+
+
 def _print_answer(name: str, a: dict) -> None:
     """One answer of an analysis specification (:func:`~nuejax.analyses.spec.run_spec`), as text."""
     if a["kind"] == "fit":
         print(f"{name}: fit {'valid' if a['valid'] else 'NOT valid'}, -2 ln L = {a['nll']:.3f}, "
               f"{a['n_at_minimum']} of {a['n_starts']} starts at the minimum")
         for k, v in a["values"].items():
-            err = a["errors"].get(k)
-            print(f"  {k} = {v:.6g}" + ("" if err is None else f" +- {err:.2g} (Hessian)"))
+            print(f"  {k} = {v:.6g} {_error_text(a['errors'].get(k), a.get('profile_errors', {}).get(k), a['at_bound'].get(k))}")
     elif a["kind"] == "profile":
         def region(r):  # None: the region reaches that end of the scanned grid
             lo = f"{r[0]:.4g}" if r[0] is not None else f"(grid start {a['values'][0]:g}, open)"

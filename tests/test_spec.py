@@ -87,6 +87,13 @@ def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp
         assert fit["values"][name] == pytest.approx(v, rel=1e-3, abs=1e-4), name
     prof = res["questions"]["mu_nu_profile"]
     assert prof["converged"] == 21 and min(prof["delta_chi2"]) < 1e-3
+    # the fit's profile-likelihood errors sit where the profile question's Delta chi2 crosses 1
+    # (interpolated in sqrt(Delta chi2), linear for a parabola: the grid step exceeds the error)
+    lo, hi = fit["profile_errors"]["mu_nu"]
+    x, d = np.asarray(prof["values"]), np.sqrt(np.maximum(np.asarray(prof["delta_chi2"]), 0.0))
+    k = int(np.argmin(d))
+    assert fit["values"]["mu_nu"] + lo == pytest.approx(np.interp(1.0, d[:k + 1][::-1], x[:k + 1][::-1]), abs=0.003)
+    assert fit["values"]["mu_nu"] + hi == pytest.approx(np.interp(1.0, d[k:], x[k:]), abs=0.003)
     assert 0.0 < prof["interval"][0] < 1.0 < prof["interval"][1] < 2.0
     # the profile's minimum is at the grid point nearest the truth
     assert prof["values"][int(np.argmin(prof["delta_chi2"]))] == pytest.approx(1.0)

@@ -275,7 +275,7 @@ def build_spec(spec: dict):
 
 
 #: The keys each question kind takes besides name, kind and starts.
-_QUESTION_KEYS = {"fit": set(), "profile": {"poi", "grid", "values", "cl", "max_iter"},
+_QUESTION_KEYS = {"fit": {"profile_errors"}, "profile": {"poi", "grid", "values", "cl", "max_iter"},
                   "upper_limit": {"poi", "grid", "values", "cl", "max_iter"},
                   "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed"},
                   "impacts": {"poi", "top"},
@@ -444,8 +444,10 @@ def _impacts(model, counts, q, best, out) -> dict:
 def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False) -> dict:
     """Answer every question of the specification at ``path`` in order; returns (and with
     ``out``, writes into ``out/results.json``) ``{"name", "spec", "questions": {name: answer},
-    "seconds"}``. Answers: ``fit``: valid, −2 ln L, values, errors, parameters at a bound, how
-    many starts reached the minimum; ``profile``: the grid, Δχ², the regions at ``cl``, the one
+    "seconds"}``. Answers: ``fit``: valid, −2 ln L, values, Hessian errors, profile-likelihood
+    errors (``profile_errors``: signed distances to Δ(−2 ln L) = 1 on each side, None without a
+    crossing inside the bounds; :func:`~nuejax.inference.profile_errors`; off with
+    ``profile_errors = false``), parameters at a bound, how many starts reached the minimum; ``profile``: the grid, Δχ², the regions at ``cl``, the one
     containing the best fit; ``upper_limit``: the limit at ``cl`` (None when the profile stays
     below the threshold on the grid) and its convention; ``feldman_cousins``: the interval (the
     region containing the best fit), every region, the convention, per grid point the observed
@@ -483,7 +485,15 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
         if q["kind"] == "fit" or best is None:
             best = newton_fit(model, counts, one_sided=False, starts=starts)
         if q["kind"] == "fit":
+            prof = {}
+            if q.get("profile_errors", True) and best.valid:
+                from ..inference import profile_errors
+
+                say("  profile-likelihood errors (Δ(-2 ln L) = 1) of every parameter off its bounds")
+                pe = profile_errors(model, counts, best)
+                prof = {n: list(v) for n, v in pe.minos.items()}
             answers[q["name"]] = {"kind": "fit", "valid": bool(best.valid), "nll": float(best.fval),
+                                  "profile_errors": prof,
                                   "values": {n: float(best.params[n]) for n in best.names},
                                   "errors": {n: best.errors.get(n) for n in best.names},
                                   "at_bound": best.at_bound, "n_starts": int(best.n_starts),

@@ -1,7 +1,7 @@
 """Inference: MINUIT fits with autodiff gradients, a bound-constrained batched Newton solver,
 profile scans, limits at a physical boundary, goodness of fit, Neyman constructions from toys
 (Feldman–Cousins, CLs, coverage) sharded over devices and resumable, nuisance-parameter ranking
-(pulls and impacts). Every entry point checks its
+(pulls and impacts), profile-likelihood (MINOS-like) errors. Every entry point checks its
 inputs once into a :class:`FitProblem`."""
 
 from .cls import cls_upper_limit
@@ -15,6 +15,7 @@ from .intervals import Interval, interval_from_profile, one_sided_threshold, two
 from .minuit import fit
 from .newton import NewtonResult, kkt, minimize_bounded, newton_minimize
 from .problem import FitProblem
+from .profile_errors import profile_errors
 from .results import (BatchFitResult, CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
                       ImpactsResult,
                       Scan2DResult, ScanResult, load_result)
@@ -27,4 +28,4 @@ __all__ = ["DEFAULT_STARTS", "BatchFitResult", "CLsResult", "CoverageResult", "F
            "GoodnessOfFit", "ImpactsResult", "Interval", "NLLCost", "NewtonResult", "Scan2DResult", "ScanResult", "batch_fit",
            "cls_upper_limit", "coverage", "feldman_cousins", "fit", "goodness_of_fit", "impacts", "interval_from_profile", "kkt",
            "load_result", "load_run", "merge_runs", "minimize_bounded", "newton_fit", "newton_minimize",
-           "one_sided_threshold", "profile_scan", "profile_scan_2d", "saturated_deviance", "SecondMinimumWarning", "start_design", "two_sided_threshold"]
+           "one_sided_threshold", "profile_errors", "profile_scan", "profile_scan_2d", "saturated_deviance", "SecondMinimumWarning", "start_design", "two_sided_threshold"]

@@ -33,15 +33,14 @@ from __future__ import annotations
 
 import time
 
-import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
 from ..model.constraints import GaussianConstraint, LogNormalConstraint
-from .fitting import EDM_TOL, compiled_solver, newton_fit, one_sided_errors, value_grad_hess
-from .problem import FitProblem, Pins
+from .fitting import newton_fit, one_sided_errors, value_grad_hess
+from .problem import FitProblem
 from .results import FitResult, ImpactsResult
-from .scan import batched_solve
+from .scan import pinned_refits
 from .starts import DEFAULT_STARTS
 
 __all__ = ["ImpactsResult", "impacts", "prefit_widths"]
@@ -140,26 +139,8 @@ def impacts(model, data, poi: str, *, fit: FitResult | None = None, aux=None, st
                 where.append((n, what, side))
             shifts[n][what] = tuple(pair)
 
-    d = len(s.names)
     k = len(rows)
-    mask = np.zeros((k, d), dtype=bool)
-    vals = np.zeros((k, d))
-    mask[np.arange(k), [r[0] for r in rows]] = True
-    vals[np.arange(k), [r[0] for r in rows]] = [r[1] for r in rows]
-    # starts: the tangent (conditional mean of the fit's Gaussian) and the best fit itself
-    C = np.asarray(fit.covariance, dtype=float)
-    ix = [fit.names.index(n) for n in s.names]
-    C = C[np.ix_(ix, ix)]
-    tangent = np.repeat(xhat[None], k, axis=0)
-    for r, (i, v) in enumerate(rows):
-        if C[i, i] > 0:
-            tangent[r] = xhat + C[:, i] / C[i, i] * (v - xhat[i])
-    tangent = np.clip(tangent, lo, hi)
-    x0 = np.stack([tangent, np.repeat(xhat[None], k, axis=0)], axis=1)
-    dt = s.values.dtype
-    solve = compiled_solver(IMPACT_MAX_ITER, EDM_TOL, "fixed")
-    res = batched_solve(solve, Pins(jnp.asarray(mask), jnp.asarray(vals, dtype=dt)), s, jnp.asarray(x0, dtype=dt),
-                        chunk, None, "impacts")
+    res = pinned_refits(s, fit, [r[0] for r in rows], [r[1] for r in rows], max_iter=IMPACT_MAX_ITER, chunk=chunk)
     ok = np.asarray(res.converged, dtype=bool)
     mu = np.asarray(res.x, dtype=float)[:, s.names.index(poi)] - fit.values[poi]
 

@@ -146,10 +146,16 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, start
             errs = np.sqrt(np.clip(2.0 * np.diag(np.linalg.pinv(H)), 1e-300, None))
             m.values = x
             m.errors = errs
-            m.minos(*which)
-            # a side MINOS could not establish is None, not a number
-            merr = {n: (float(m.merrors[n].lower) if m.merrors[n].lower_valid else None,
-                        float(m.merrors[n].upper) if m.merrors[n].upper_valid else None) for n in which}
+            if not m.valid:  # MINOS needs MINUIT's own valid minimum: MIGRAD again from the solver's end point
+                m.migrad()
+            try:
+                m.minos(*which)
+            except RuntimeError as err:  # MINUIT still holds no valid minimum of its own
+                reason = (reason + "; " if reason else "") + f"MINOS not run: {str(err).split(':')[0]}"
+            else:
+                # a side MINOS could not establish is None, not a number
+                merr = {n: (float(m.merrors[n].lower) if m.merrors[n].lower_valid else None,
+                            float(m.merrors[n].upper) if m.merrors[n].upper_valid else None) for n in which}
         if skipped:
             reason = (reason + "; " if reason else "") + (f"MINOS not run for {', '.join(skipped)} (on a bound: see the "
                                                           "one-sided error)")

@@ -176,8 +176,8 @@ class FitResult(Saveable):
             extra = ""
             if self.minos and n in self.minos:
                 lo, hi = self.minos[n]
-                fmt = lambda v: "invalid" if v is None else f"{v:+.4g}"  # noqa: E731
-                extra = f"  MINOS [{fmt(lo)}, {fmt(hi)}]"
+                fmt = lambda v: "none" if v is None else f"{v:+.4g}"  # noqa: E731
+                extra = f"  profile (MINOS) [{fmt(lo)}, {fmt(hi)}]"
             lines.append(f"  {n:<16} {self.values[n]:>14.6g} {self.error_text(n)}{extra}")
         if self.n_starts > 1:
             lines.append(f"  {self.n_starts} starts, {self.n_at_minimum} reached this minimum; "

@@ -39,7 +39,7 @@ from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
 
 __all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "batched_solve", "grid_neighbours", "grid_values",
-           "profile_points", "profile_scan", "profile_scan_2d"]
+           "pinned_refits", "profile_points", "profile_scan", "profile_scan_2d"]
 
 
 def grid_values(ps, name, values) -> np.ndarray:
@@ -102,6 +102,34 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1)
             jax.block_until_ready(outs[-1].fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
     return jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *outs)
+
+
+def pinned_refits(s: FitProblem, fit: FitResult, idx, values, *, x_prev=None, max_iter: int = 100, chunk=None):
+    """Refits of the problem ``s`` (every free parameter fitted) with one coordinate pinned per
+    row: row r holds ``s.names[idx[r]]`` at ``values[r]``, one batched launch of the
+    ``compiled_solver(..., 'fixed')`` program (:class:`~nuejax.inference.problem.Pins`: the same
+    program whichever parameter is pinned). Each row starts from the better of the fit's tangent
+    (the conditional mean of its Gaussian approximation, clipped to the bounds) and ``x_prev[r]``
+    (default: the best fit). Returns the NewtonResult (device arrays)."""
+    idx = np.asarray(idx, dtype=int)
+    values = np.asarray(values, dtype=float)
+    k, d = idx.size, len(s.names)
+    lo, hi = (np.asarray(b, dtype=float) for b in s.bounds)
+    xhat = np.array([fit.values[n] for n in s.names])
+    order = [fit.names.index(n) for n in s.names]
+    C = np.asarray(fit.covariance, dtype=float)[np.ix_(order, order)]
+    cii = C[idx, idx]
+    slope = np.where(cii[:, None] > 0, C[:, idx].T / np.where(cii > 0, cii, 1.0)[:, None], 0.0)
+    tangent = np.clip(xhat[None] + slope * (values - xhat[idx])[:, None], lo, hi)
+    prev = np.repeat(xhat[None], k, axis=0) if x_prev is None else np.asarray(x_prev, dtype=float)
+    mask = np.zeros((k, d), dtype=bool)
+    mask[np.arange(k), idx] = True
+    pinned = np.zeros((k, d))
+    pinned[np.arange(k), idx] = values
+    dt = s.values.dtype
+    solve = compiled_solver(int(max_iter), EDM_TOL, "fixed")
+    return batched_solve(solve, Pins(jnp.asarray(mask), jnp.asarray(pinned, dtype=dt)), s,
+                         jnp.asarray(np.stack([tangent, prev], axis=1), dtype=dt), chunk, None, "pinned refits")
 
 
 #: Newton iterations allowed per scan point. A batched launch costs its slowest point's count
