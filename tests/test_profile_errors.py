@@ -82,3 +82,18 @@ def test_profile_errors_refuse_an_invalid_fit_and_unknown_names():
         profile_errors(m, n, dataclasses.replace(best, valid=False, reason="test"))
     with pytest.raises(ParameterError, match="not fitted"):
         profile_errors(m, n, best, names=("nope",))
+
+
+def test_minuit_minos_after_an_invalid_migrad_says_so_instead_of_raising():
+    """A parameter on its bound leaves MIGRAD invalid and the Newton solver finishes the fit;
+    MINOS then needs MINUIT's own valid minimum (iminuit raised RuntimeError before)."""
+    pytest.importorskip("iminuit")
+    m = _model(0.1)
+    n = _data(m, 3)
+    r = _quiet(fit, m, n, minos=True)
+    assert r.valid and "flat" in r.at_bound
+    assert r.minos is not None or "MINOS not run" in r.reason
+    if r.minos is not None:  # MIGRAD from the solver's end point was valid: MINOS equals the batched errors
+        ours = profile_errors(m, n, r)
+        for name, (lo, hi) in r.minos.items():
+            assert lo == pytest.approx(ours.minos[name][0], abs=3e-3 * r.errors[name]), name
