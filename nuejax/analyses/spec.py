@@ -214,6 +214,78 @@ def _xenon(spec: dict):
         _fail(spec, ["model"], str(err))
 
 
+_TEMPLATES_KEYS = {"edges", "exposure", "templates"}
+
+
+def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str) -> np.ndarray:
+    """Counts per bin of ``table`` (``file`` and, for ROOT, ``histogram``) on ``edges``."""
+    from ..io import read_th1
+    from .limits import read_counts
+
+    f = _file(spec, path + ["file"], table["file"])
+    if f.suffix == ".root":
+        if "histogram" not in table:
+            _fail(spec, path + ["file"], f"{f} is a ROOT file: give the TH1's key as 'histogram'")
+        try:
+            values, _ = read_th1(f, table["histogram"], expected_edges=edges, allow_empty=True)
+        except InputError as err:  # names the file, the histogram and the bin
+            _fail(spec, path + ["histogram"], str(err))
+        return np.asarray(values, dtype=float)
+    if "histogram" in table:
+        _fail(spec, path + ["histogram"], f"{f} is not a ROOT file (.root): 'histogram' applies to ROOT files only")
+    try:
+        return read_counts(f, edges.size - 1)
+    except InputError as err:
+        _fail(spec, path + ["file"], f"{what}: {err}")
+
+
+def _templates(spec: dict):
+    """A binned template model from files (nuejax.model.template_model): one normalisation
+    parameter per template, optional Gaussian or log-normal auxiliary measurements."""
+    from ..model import Parameter, ParameterSet, template_model
+    from ..model.constraints import LogNormalConstraint
+
+    m = spec["model"]
+    for key in ("edges", "templates"):
+        if key not in m:
+            _fail(spec, ["model"], f"model kind 'templates' needs '{key}'")
+    edges = np.asarray(m["edges"], dtype=float)
+    if np.any(np.diff(edges) <= 0):
+        i = int(np.argmax(np.diff(edges) <= 0)) + 1
+        _fail(spec, ["model", "edges"], f"must increase (edge {i}: {edges[i]:g} after {edges[i - 1]:g})")
+    rows, params, terms, owner = [], [], [], {}
+    for i, t in enumerate(m["templates"]):
+        where = ["model", "templates", i]
+        name = t.get("parameter", t["name"])
+        if name in owner:
+            _fail(spec, where + ["parameter" if "parameter" in t else "name"],
+                  f"parameter {name!r} already belongs to template {owner[name]!r} (one normalisation per template)")
+        owner[name] = t["name"]
+        if "gaussian" in t and "lognormal" in t:
+            _fail(spec, where, "give one of 'gaussian' or 'lognormal', not both")
+        lo, hi = float(t.get("lower", 0.0)), float(t.get("upper", np.inf))
+        value = float(t.get("value", 1.0))
+        if not lo <= value <= hi:
+            _fail(spec, where, f"value {value:g} of {name!r} lies outside its bounds [{lo:g}, {hi:g}]")
+        if "lognormal" in t and lo < 0:
+            _fail(spec, where + ["lognormal"], f"a log-normal measurement needs {name!r} > 0: give lower > 0")
+        counts = _histogram(spec, where, t, edges, f"template {t['name']!r}")
+        rows.append(counts)
+        g = t.get("gaussian")
+        params.append(Parameter(name, value, lo, hi, fixed=bool(t.get("fixed", False)),
+                                constraint=None if g is None else (float(g["centre"]), float(g["sigma"])),
+                                doc=f"normalisation of template {t['name']!r}"))
+        if "lognormal" in t:
+            terms.append(LogNormalConstraint.create(name, float(t["lognormal"]["median"]),
+                                                    float(t["lognormal"]["sigma_ln"])))
+    try:
+        return template_model(in_edges=edges, obs_edges=edges, templates=np.stack(rows), template_names=tuple(owner),
+                              parameters=ParameterSet(tuple(params)), exposure=float(m.get("exposure", 1.0)),
+                              constraints=tuple(terms))
+    except InputError as err:
+        _fail(spec, ["model"], str(err))
+
+
 def _borexino(spec: dict):
     from .borexino import Phase3Choices, borexino_phase3_model
 
@@ -234,11 +306,14 @@ def build_spec(spec: dict):
 
     m = spec["model"]
     kind = m["kind"]
-    wrong = sorted(set(m) - {"kind"} - (_XENON_KEYS if kind == "xenon" else _BOREXINO_KEYS))
+    keys = {"xenon": _XENON_KEYS, "templates": _TEMPLATES_KEYS, "borexino_phase3": _BOREXINO_KEYS}[kind]
+    wrong = sorted(set(m) - {"kind"} - keys)
     if wrong:
-        _fail(spec, ["model", wrong[0]], f"not a key of model kind {kind!r}")
+        _fail(spec, ["model", wrong[0]], f"not a key of model kind {kind!r} (its keys: {', '.join(sorted(keys))})")
     if kind == "xenon":
         model, packaged = _xenon(spec), None
+    elif kind == "templates":
+        model, packaged = _templates(spec), None
     else:
         model, packaged = _borexino(spec)
     d = spec["data"]
@@ -246,6 +321,9 @@ def build_spec(spec: dict):
         if d["packaged"] != kind or packaged is None:
             _fail(spec, ["data", "packaged"], f"no packaged data set {d['packaged']!r} for model kind {kind!r}")
         counts = packaged
+    elif Path(d["file"]).suffix == ".root" or "histogram" in d:
+        edges = np.asarray(model.obs_edges, dtype=float)
+        counts = _histogram(spec, ["data"], d, edges, "data")
     else:
         try:
             counts = read_counts(_file(spec, ["data", "file"], d["file"]), model.n_obs)
