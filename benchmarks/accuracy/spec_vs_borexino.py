@@ -2,11 +2,14 @@
 `nuejax borexino --json`: every number both give, with the largest relative difference.
 
   nuejax borexino --json --no-plots --out DIR > borexino.json
-  python benchmarks/accuracy/spec_vs_borexino.py borexino.json OUT.json
+  python benchmarks/accuracy/spec_vs_borexino.py borexino.json OUT.json [DIR]
 
 Runs `nuejax run` on the three shipped specs (CNO, mu_nu, NSI) in this process and compares: the
-CNO fit's values, its 68 % CNO interval and the profile at the published points; the mu_nu upper
-limit and best fit (SSM-constrained); the eps_ee_L and eps_ee_R 90 % regions and best fits.
+CNO fit's values, its 68 % CNO interval and the profile at the published points; the goodness of
+fit (deviance, dof, p-values from chi2 and from the toys); the mu_nu upper limit and best fit
+(SSM-constrained); the eps_ee_L and eps_ee_R 90 % regions and best fits; with the command's
+output folder DIR, also the 2-D region's Delta chi2 at every converged grid point
+(DIR/eps_2d_scan.json; differences relative to max(Delta chi2, 1)).
 """
 
 from __future__ import annotations
@@ -18,16 +21,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
+import numpy as np  # noqa: E402
+
 import nuejax  # noqa: E402
 
 
-def _rel(a, b) -> float:
+def _rel(a, b, floor: float = 1e-12) -> float:
     if a is None or b is None:
         return 0.0 if a is None and b is None else float("inf")
-    return abs(a - b) / max(abs(b), 1e-12)
+    return abs(a - b) / max(abs(b), floor)
 
 
-def main(ref_path: str, out_path: str) -> None:
+def main(ref_path: str, out_path: str, ref_dir: str | None = None) -> None:
     nuejax.enable_x64()
     from nuejax.analyses.spec import run_spec
 
@@ -53,7 +58,25 @@ def main(ref_path: str, out_path: str) -> None:
             for j in range(2):
                 pairs[f"{name}_regions_90[{i}][{j}]"] = (g[j], w[j])
         pairs[f"eps_best.{name}"] = (nsi["fit"]["values"][name], ref["eps_best"][name])
-    diffs = {k: _rel(a, b) for k, (a, b) in pairs.items()}
+    gof = cno["gof"]
+    for k, r in (("deviance", "deviance"), ("ndof", "ndf"), ("p_chi2", "p_chi2"), ("p_toys", "p_toys"),
+                 ("n_toys_converged", "n_toys_converged")):
+        pairs[f"gof.{k}"] = (gof[k], ref[r])
+    floor = {}
+    if ref_dir is not None:
+        from nuejax.inference import load_result
+
+        s2 = load_result(Path(ref_dir) / "eps_2d_scan.json")
+        reg = nsi["eps_2d_region"]
+        d_ref = np.where(np.asarray(s2.converged), np.asarray(s2.delta_chi2), np.nan)
+        pairs["eps_2d.converged"] = (float(reg["converged"]), float(np.sum(np.asarray(s2.converged))))
+        for i, row in enumerate(reg["delta_chi2"]):
+            for j, v in enumerate(row):
+                if v is not None and np.isfinite(d_ref[i, j]):
+                    key = f"eps_2d.delta_chi2[{i}][{j}]"
+                    pairs[key] = (v, float(d_ref[i, j]))
+                    floor[key] = 1.0
+    diffs = {k: _rel(a, b, floor.get(k, 1e-12)) for k, (a, b) in pairs.items()}
     worst = max(diffs, key=diffs.get)
     out = {"n_compared": len(pairs), "max_rel_diff": diffs[worst], "worst": worst,
            "pairs": {k: {"spec": a, "command": b, "rel": diffs[k]} for k, (a, b) in pairs.items()},
@@ -64,4 +87,4 @@ def main(ref_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])
