@@ -37,6 +37,10 @@ def test_demo_json_recovers_injection_and_writes_outputs(tmp_path):
     # one-sided limit (Delta chi^2 = 1.642) lies between the best fit and the two-sided upper end (2.706)
     assert out["mu_nu_unit"] == "1e-11 mu_B"
     assert out["mu_nu_hat"] < out["mu_nu_upper_limit_90"] < hi
+    # the printed errors of mu_nu are the profile's: asymmetric (its signal goes as mu_nu^2), the
+    # Hessian's symmetric error between them
+    plo, phi = out["profile_errors"]["mu_nu"]
+    assert -plo > out["mu_nu_error"] > phi > 0
     assert "two-sided" in out["eps_ee_L_interval_convention"] and "2.706" in out["mu_nu_interval_convention"]
     assert "1.642" in out["mu_nu_upper_limit_convention"]
     assert out["fast_vs_general_max_rel_diff"] < 1e-12
