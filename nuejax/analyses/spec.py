@@ -241,8 +241,9 @@ def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str) -> n
 
 def _templates(spec: dict):
     """A binned template model from files (nuejax.model.template_model): one normalisation
-    parameter per template, optional Gaussian or log-normal auxiliary measurements."""
-    from ..model import Parameter, ParameterSet, template_model
+    parameter per template, optional Gaussian or log-normal auxiliary measurements, shape
+    variations and Monte Carlo statistical uncertainties (nuejax.model.variations)."""
+    from ..model import Parameter, ParameterSet, mc_stat_parameters, shape_variation_stage, template_model
     from ..model.constraints import LogNormalConstraint
 
     m = spec["model"]
@@ -254,6 +255,7 @@ def _templates(spec: dict):
         i = int(np.argmax(np.diff(edges) <= 0)) + 1
         _fail(spec, ["model", "edges"], f"must increase (edge {i}: {edges[i]:g} after {edges[i - 1]:g})")
     rows, params, terms, owner = [], [], [], {}
+    errors, variations, var_at = [], [], {}
     for i, t in enumerate(m["templates"]):
         where = ["model", "templates", i]
         name = t.get("parameter", t["name"])
@@ -271,6 +273,15 @@ def _templates(spec: dict):
             _fail(spec, where + ["lognormal"], f"a log-normal measurement needs {name!r} > 0: give lower > 0")
         counts = _histogram(spec, where, t, edges, f"template {t['name']!r}")
         rows.append(counts)
+        errors.append(_histogram(spec, where + ["stat_error"], t["stat_error"], edges,
+                                 f"template {t['name']!r} stat_error") if "stat_error" in t else np.zeros_like(counts))
+        for j, v in enumerate(t.get("variations", [])):
+            at = where + ["variations", j]
+            if v["parameter"] in owner or v["parameter"].startswith("mc_stat_"):
+                _fail(spec, at + ["parameter"], f"{v['parameter']!r} is already a normalisation's name (or reserved)")
+            variations.append((name, v["parameter"], _histogram(spec, at + ["up"], v["up"], edges, "up"),
+                               _histogram(spec, at + ["down"], v["down"], edges, "down")))
+            var_at[v["parameter"]] = at
         g = t.get("gaussian")
         params.append(Parameter(name, value, lo, hi, fixed=bool(t.get("fixed", False)),
                                 constraint=None if g is None else (float(g["centre"]), float(g["sigma"])),
@@ -278,10 +289,23 @@ def _templates(spec: dict):
         if "lognormal" in t:
             terms.append(LogNormalConstraint.create(name, float(t["lognormal"]["median"]),
                                                     float(t["lognormal"]["sigma_ln"])))
+    clash = sorted(set(var_at) & set(owner))
+    if clash:
+        _fail(spec, var_at[clash[0]] + ["parameter"], f"{clash[0]!r} is also a template's normalisation")
+    shape, mc = None, None
+    if variations:
+        shape, alphas = shape_variation_stage(dict(zip(owner, rows)), variations)
+        params += list(alphas)
+    if np.any(np.stack(errors) > 0):
+        try:
+            mc, gammas = mc_stat_parameters(np.stack(rows), np.stack(errors), [p.value for p in params[:len(rows)]])
+        except InputError as err:
+            _fail(spec, ["model", "templates"], str(err))
+        params += list(gammas)
     try:
         return template_model(in_edges=edges, obs_edges=edges, templates=np.stack(rows), template_names=tuple(owner),
                               parameters=ParameterSet(tuple(params)), exposure=float(m.get("exposure", 1.0)),
-                              constraints=tuple(terms))
+                              constraints=tuple(terms), shape_variations=shape, mc_stat=mc)
     except InputError as err:
         _fail(spec, ["model"], str(err))
 

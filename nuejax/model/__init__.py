@@ -18,10 +18,12 @@ from .signals import FoldedPolynomial, PolynomialSignals, SignalComponent, Solar
 from .stages import AddPeaks, AddTemplates, Exposure, SumBins
 from .template_model import template_model
 from .templates import GaussianPeak, shape_template
+from .variations import AddShapeVariations, ScaleBins, code4p, mc_stat_parameters, shape_variation_stage
 from .xenon import xenon_model
 
 __all__ = [
-    "AbstractModel", "CombinedModel", "StackedLikelihood", "combine", "AddPeaks", "AddTemplates", "BinnedPoisson", "UnbinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
+    "AbstractModel", "AddShapeVariations", "ScaleBins", "code4p", "mc_stat_parameters", "shape_variation_stage",
+    "CombinedModel", "StackedLikelihood", "combine", "AddPeaks", "AddTemplates", "BinnedPoisson", "UnbinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
     "GaussianConstraint", "GaussianPeak", "HalfGaussianConstraint", "KernelFold", "LogNormalConstraint", "Model",
     "NonIntegerCountsWarning", "Parameter", "ParameterSet", "PenaltyTerm", "PolynomialSignals", "SignalComponent",
     "SolarSignals", "SumBins", "borexino_like_model", "check_expected", "components", "default_parameters", "expected",

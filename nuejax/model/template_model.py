@@ -65,7 +65,7 @@ def _physics_stages(physics: Model, n_in: int) -> tuple:
 
 def template_model(*, in_edges, obs_edges, templates, template_names, parameters: ParameterSet, exposure: float,
                    physics=None, physics_offset=None, physics_names=(), transform=None, peaks=(), constraints=(),
-                   mask=None) -> Model:
+                   mask=None, shape_variations=None, mc_stat=None) -> Model:
     """Check and assemble a template analysis (module docstring). ``transform`` None means the
     input axis *is* the observable axis.
 
@@ -80,6 +80,10 @@ def template_model(*, in_edges, obs_edges, templates, template_names, parameters
             observable axis, or None.
         peaks: Gaussian peaks on the observable axis; constraints: constraint terms; mask: live
             fraction per observable bin.
+        shape_variations: an :class:`~nuejax.model.variations.AddShapeVariations` stage of the
+            templates (:func:`~nuejax.model.variations.shape_variation_stage`), applied after them.
+        mc_stat: a :class:`~nuejax.model.variations.ScaleBins` stage (Barlow–Beeston-lite,
+            :func:`~nuejax.model.variations.mc_stat_parameters`), applied to the sum on the input axis.
     Raises:
         InputError: shapes that do not match the axes (names the array), an exposure that is
             not finite and > 0, a transform whose axes differ from ``in_edges``/``obs_edges``.
@@ -118,6 +122,15 @@ def template_model(*, in_edges, obs_edges, templates, template_names, parameters
         stages.append(AddTemplates(jnp.asarray(physics_offset, dtype=dt), tuple(physics_names)))
     if template_names:
         stages.append(AddTemplates(jnp.asarray(templates, dtype=dt), tuple(template_names)))
+    for extra, what in ((shape_variations, "shape_variations"), (mc_stat, "mc_stat")):
+        if extra is None:
+            continue
+        if not stages:
+            raise InputError(f"template model: {what} needs templates to act on")
+        width = getattr(extra, "delta_up", None)
+        if width is not None and width.shape[-1] != n_in:
+            raise InputError(f"template model: {what} has {width.shape[-1]} bins, the input axis {n_in}")
+        stages.append(extra)
     if transform is not None:
         stages.append(transform)
     if peaks:
