@@ -143,3 +143,76 @@ def test_template_inputs_are_named_when_wrong(tmp_path):
         p.write_text(bad)
         with pytest.raises(InputError, match=what):
             build_spec(load_spec(p))
+
+
+UNBINNED = textwrap.dedent("""\
+    version = 1
+
+    [model]
+    kind = "templates"
+    edges = {edges}
+
+    [[model.templates]]
+    name = "signal"
+    parameter = "mu"
+    file = "signal.txt"
+
+    [[model.templates]]
+    name = "radon"
+    file = "radon.txt"
+
+    [data]
+    {data}
+
+    [[questions]]
+    name = "best"
+    kind = "fit"
+
+    [[questions]]
+    name = "mu_profile"
+    kind = "profile"
+    poi = "mu"
+    grid = {{start = 0.5, stop = 1.5, num = 11}}
+    """)
+
+
+def test_an_event_list_is_fitted_with_the_unbinned_likelihood(tmp_path):
+    """Events drawn from the templates' density (fine bins): the unbinned fit of the event list
+    agrees with the binned fit of the same events histogrammed on those bins (the fine-binning
+    limit), and with the same model built in Python."""
+    from nuejax.inference import newton_fit
+    from nuejax.model import Parameter, ParameterSet, template_model
+    from nuejax.model.likelihood import UnbinnedPoisson
+
+    edges = np.linspace(0.0, 10.0, 101)
+    x = 0.5 * (edges[1:] + edges[:-1])
+    sig = 4.0 * np.exp(-0.5 * ((x - 5.0) / 0.8) ** 2)  # counts per fine bin at unit normalisation
+    bkg = 6.0 * np.exp(-x / 3.0)
+    np.savetxt(tmp_path / "signal.txt", sig)
+    np.savetxt(tmp_path / "radon.txt", bkg)
+    rng = np.random.default_rng(11)
+    lam = sig + bkg
+    n = rng.poisson(lam)
+    events = np.concatenate([rng.uniform(a, b, k) for a, b, k in zip(edges[:-1], edges[1:], n)])
+    np.savetxt(tmp_path / "events.txt", events)
+    np.savetxt(tmp_path / "counts.txt", n)
+    for name, data in (("unbinned", 'events = "events.txt"'), ("binned", 'file = "counts.txt"')):
+        (tmp_path / f"{name}.toml").write_text(UNBINNED.format(edges=edges.tolist(), data=data))
+    model, counts = build_spec(load_spec(tmp_path / "unbinned.toml"))
+    assert isinstance(model.likelihood, UnbinnedPoisson) and counts.shape[1] == 2
+    assert counts[:, 1].sum() == events.size
+    un = run_spec(tmp_path / "unbinned.toml")["questions"]
+    bi = run_spec(tmp_path / "binned.toml")["questions"]
+    mu_u, mu_b, err = un["best"]["values"]["mu"], bi["best"]["values"]["mu"], bi["best"]["errors"]["mu"]
+    assert un["best"]["valid"] and abs(mu_u - mu_b) < 0.1 * err
+    assert abs(mu_u - 1.0) < 3 * err
+    assert un["mu_profile"]["converged"] == 11
+    ps = ParameterSet((Parameter("mu", 1.0, 0.0, np.inf), Parameter("radon", 1.0, 0.0, np.inf)))
+    direct = template_model(in_edges=edges, obs_edges=edges, templates=np.stack([sig, bkg]), template_names=("mu", "radon"),
+                            parameters=ps, exposure=1.0, likelihood=UnbinnedPoisson.create(edges, counts.shape[0]))
+    ref = newton_fit(direct, direct.likelihood.events(events))
+    assert mu_u == pytest.approx(ref.values["mu"], rel=1e-9)
+    # an event outside the bins is named
+    np.savetxt(tmp_path / "events.txt", np.append(events, 12.5))
+    with pytest.raises(InputError, match="data.events: events.txt: unbinned data: event .* at 12.5"):
+        build_spec(load_spec(tmp_path / "unbinned.toml"))

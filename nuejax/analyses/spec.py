@@ -175,7 +175,7 @@ _XENON_KEYS = {"edges_kev", "exposure_t_yr", "efficiency_file", "background_file
 _BOREXINO_KEYS = {"choices", "fast"}
 
 
-def _xenon(spec: dict):
+def _xenon(spec: dict, capacity=None):
     from ..model.xenon import xenon_model
 
     m = spec["model"]
@@ -208,6 +208,8 @@ def _xenon(spec: dict):
             kw[key] = tuple(m[key]) if key == "resolution" else m[key]
     if "signals" in m:
         kw["signals"] = tuple(m["signals"])
+    if capacity is not None:  # event data: the bins are the fine bins of the density
+        kw.update(unbinned=True, capacity=capacity, sub=1)
     try:
         return xenon_model(edges, float(m["exposure_t_yr"]), **kw)
     except InputError as err:
@@ -239,12 +241,13 @@ def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str) -> n
         _fail(spec, path + ["file"], f"{what}: {err}")
 
 
-def _templates(spec: dict):
+def _templates(spec: dict, capacity=None):
     """A binned template model from files (nuejax.model.template_model): one normalisation
     parameter per template, optional Gaussian or log-normal auxiliary measurements, shape
     variations and Monte Carlo statistical uncertainties (nuejax.model.variations)."""
     from ..model import Parameter, ParameterSet, mc_stat_parameters, shape_variation_stage, template_model
     from ..model.constraints import LogNormalConstraint
+    from ..model.likelihood import UnbinnedPoisson
 
     m = spec["model"]
     for key in ("edges", "templates"):
@@ -305,7 +308,8 @@ def _templates(spec: dict):
     try:
         return template_model(in_edges=edges, obs_edges=edges, templates=np.stack(rows), template_names=tuple(owner),
                               parameters=ParameterSet(tuple(params)), exposure=float(m.get("exposure", 1.0)),
-                              constraints=tuple(terms), shape_variations=shape, mc_stat=mc)
+                              constraints=tuple(terms), shape_variations=shape, mc_stat=mc,
+                              likelihood=None if capacity is None else UnbinnedPoisson.create(edges, capacity))
     except InputError as err:
         _fail(spec, ["model"], str(err))
 
@@ -334,14 +338,27 @@ def build_spec(spec: dict):
     wrong = sorted(set(m) - {"kind"} - keys)
     if wrong:
         _fail(spec, ["model", wrong[0]], f"not a key of model kind {kind!r} (its keys: {', '.join(sorted(keys))})")
+    d = spec["data"]
+    energies, capacity = None, None
+    if "events" in d:
+        if kind == "borexino_phase3":
+            _fail(spec, ["data", "events"], "the Borexino Phase-III analysis is binned: event lists are for model kinds "
+                                            "'xenon' and 'templates'")
+        energies = _numbers(spec, ["data", "events"], d["events"], columns=1).ravel()
+        # toys draw a Poisson number of events: room for 10 standard deviations above the data's count
+        capacity = int(energies.size + 10 * np.sqrt(energies.size) + 50)
     if kind == "xenon":
-        model, packaged = _xenon(spec), None
+        model, packaged = _xenon(spec, capacity), None
     elif kind == "templates":
-        model, packaged = _templates(spec), None
+        model, packaged = _templates(spec, capacity), None
     else:
         model, packaged = _borexino(spec)
-    d = spec["data"]
-    if "packaged" in d:
+    if energies is not None:
+        try:
+            counts = model.likelihood.events(energies)
+        except InputError as err:
+            _fail(spec, ["data", "events"], f"{d['events']}: {err}")
+    elif "packaged" in d:
         if d["packaged"] != kind or packaged is None:
             _fail(spec, ["data", "packaged"], f"no packaged data set {d['packaged']!r} for model kind {kind!r}")
         counts = packaged

@@ -65,7 +65,7 @@ def _physics_stages(physics: Model, n_in: int) -> tuple:
 
 def template_model(*, in_edges, obs_edges, templates, template_names, parameters: ParameterSet, exposure: float,
                    physics=None, physics_offset=None, physics_names=(), transform=None, peaks=(), constraints=(),
-                   mask=None, shape_variations=None, mc_stat=None) -> Model:
+                   mask=None, shape_variations=None, mc_stat=None, likelihood=None) -> Model:
     """Check and assemble a template analysis (module docstring). ``transform`` None means the
     input axis *is* the observable axis.
 
@@ -84,6 +84,8 @@ def template_model(*, in_edges, obs_edges, templates, template_names, parameters
             templates (:func:`~nuejax.model.variations.shape_variation_stage`), applied after them.
         mc_stat: a :class:`~nuejax.model.variations.ScaleBins` stage (Barlow–Beeston-lite,
             :func:`~nuejax.model.variations.mc_stat_parameters`), applied to the sum on the input axis.
+        likelihood: the likelihood stage (default: binned Poisson on ``obs_edges``; an
+            :class:`~nuejax.model.likelihood.UnbinnedPoisson` on ``obs_edges`` for event data).
     Raises:
         InputError: shapes that do not match the axes (names the array), an exposure that is
             not finite and > 0, a transform whose axes differ from ``in_edges``/``obs_edges``.
@@ -148,4 +150,5 @@ def template_model(*, in_edges, obs_edges, templates, template_names, parameters
                                  "does not: declare the same constraint there (or none in the physics model)")
     baked = tuple(physics.baked) if physics is not None else ()
     terms = tuple(physics.constraints) if physics is not None else ()
-    return Model.create(tuple(stages), parameters, obs_edges=e, constraints=terms + tuple(constraints), baked=baked)
+    return Model.create(tuple(stages), parameters, obs_edges=e, constraints=terms + tuple(constraints), baked=baked,
+                        likelihood=likelihood)
