@@ -375,6 +375,8 @@ def _print_answer(name: str, a: dict) -> None:
               + ", ".join(_fmt(r) for r in a["regions"]) + f"; best fit {a['best']:.4g}); {a['n_toys']} toys at each "
               f"of {len(a['values'])} points over [{a['values'][0]:.4g}, {a['values'][-1]:.4g}]")
         print(f"  {a['convention']}")
+    for w in a.get("warnings", []):
+        print(f"  warning: {w}")
 
 
 def _answer_spec(command: str, args, **kw) -> int:
@@ -398,7 +400,7 @@ def _answer_spec(command: str, args, **kw) -> int:
 
 
 def _cmd_run(args) -> int:
-    return _answer_spec("run", args)
+    return _answer_spec("run", args, resume=args.resume)
 
 
 def _cmd_combine(args) -> int:
@@ -493,7 +495,8 @@ def _cmd_limits_spec(args) -> int:
          "toys": args.toys, "seed": args.seed, **grid}
     if args.starts is not None:
         q["starts"] = args.starts
-    return _answer_spec("limits", args, questions=[{"name": "fit", "kind": "fit"}, q], resume=args.resume)
+    return _answer_spec("limits", args, questions=[{"name": "fit", "kind": "fit", "profile_errors": False}, q],
+                        resume=args.resume, asked_by=f"nuejax limits --poi {args.poi}")
 
 
 def _cmd_limits(args) -> int:
@@ -571,8 +574,10 @@ def _cmd_cache(args) -> int:
 
 
 def _fmt(interval):
+    """An interval as text; a missing end is "open" (the region reaches the grid's end or a bound),
+    as the scan lines of the commands print it."""
     lo, hi = interval
-    f = lambda v: "none" if v is None else f"{v:.4g}"  # noqa: E731
+    f = lambda v: "open" if v is None else f"{v:.4g}"  # noqa: E731
     return f"[{f(lo)}, {f(hi)}]"
 
 
@@ -583,7 +588,7 @@ def _add_model_run_options(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nuejax", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="nuejax", description=__doc__.splitlines()[0].replace("``", ""))
     parser.add_argument("--version", action="version", version=f"nuejax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("rates", help="SM (or NSI / magnetic-moment) event rate of every solar component")
@@ -625,10 +630,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_options(p)
     p.set_defaults(func=_cmd_xenonnt)
     p = sub.add_parser("run", help="run the analysis of a specification file (TOML; docs/spec.md): its model, data "
-                                   "and questions (fits, profiles, upper limits)")
+                                   "and questions (fit, profile, upper_limit, cls, feldman_cousins, region_2d, "
+                                   "impacts, goodness_of_fit)")
     p.add_argument("spec", help="the specification file")
-    _add_out_option(p, "results.json")
+    _add_out_option(p, "results.json, figures and the runs of feldman_cousins questions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--resume", action="store_true", help="continue the stored toy runs of feldman_cousins questions in --out")
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits, (eps_ee_L, "
                                        "eps_ee_R) regions and mediator curves, each experiment alone and combined")
@@ -641,7 +648,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("limits", help="Feldman-Cousins interval from toys: of any parameter of an analysis "
                                       "specification (SPEC --poi NAME), or of mu_nu and the (eps_ee_L, eps_ee_R) "
                                       "region of the demo model (no SPEC), on every visible device")
-    _add_model_run_options(p, "run folders, figures and summary.json")
+    _add_out_option(p, "the toy runs and results (with SPEC: results.json; without: figures and summary.json)")
+    p.add_argument("--n-T", type=_positive_int, default=2000, help="demo model only: recoil bins per spectrum (default 2000)")
+    _add_report_options(p)
     p.add_argument("spec", nargs="?", default=None,
                    help="an analysis specification file (docs/spec.md): its model and data, --poi's interval")
     p.add_argument("--poi", default=None, metavar="NAME", help="with SPEC: the parameter of interest (a free parameter)")
@@ -652,14 +661,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="N: grid points (per parameter; with SPEC over the range where the profile stays below 9, "
                         "widened by 20%%; default 11), or with SPEC START STOP N")
     p.add_argument("--data", default=None, metavar="FILE",
-                   help="observed counts per bin (.npy, or text with one number per bin); default: SM Asimov data")
+                   help="demo model only (a SPEC names its own data): observed counts per bin (.npy, or text with "
+                        "one number per bin); default: SM Asimov data")
     p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")
     p.add_argument("--resume", action="store_true", help="continue the runs in --out, skipping finished chunks")
     p.add_argument("--shard", default=None, metavar="i/n",
-                   help="compute slice i of n (a job array: one process per slice), then --merge the folders")
+                   help="demo model only: compute slice i of n (a job array: one process per slice), then --merge the folders")
     p.add_argument("--chunk", type=_positive_int, default=None, help="toy fits per stored chunk (default: by device)")
     p.add_argument("--merge", nargs="+", default=None, metavar="DIR",
-                   help="merge the --out folders of --shard processes into --out and report")
+                   help="demo model only: merge the --out folders of --shard processes into --out and report")
     p.set_defaults(func=_cmd_limits)
     p = sub.add_parser("injection", help="injection-recovery of eps_ee_L and mu_nu on Asimov data (paper Sec. VI.B)")
     _add_model_run_options(p, "figures")

@@ -184,7 +184,7 @@ def test_fc_input_errors(mu_model, tmp_path):
     RunStore(tmp_path / "run", {"n_toys": 8}, resume=False).setup(lambda: {"a": np.zeros(2)})
     with pytest.raises(InputError, match="resume"):
         RunStore(tmp_path / "run", {"n_toys": 8}, resume=False)
-    with pytest.raises(InputError, match="n_toys differ"):
+    with pytest.raises(InputError, match="n_toys: stored 8, now 9"):
         RunStore(tmp_path / "run", {"n_toys": 9}, resume=True)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")

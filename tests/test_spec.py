@@ -124,7 +124,7 @@ def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp
     (('efficiency_file = "efficiency.txt"', 'efficiency_file = "eff.txt"'), "analysis.toml:8: model.efficiency_file",
      "no such file"),
     (('poi = "mu_nu"\ngrid = {start = 0.0, stop = 2.0, num = 21}\ncl', 'poi = "res_c"\ngrid = {start = 0.0, stop = 2.0, '
-      'num = 21}\ncl'), "analysis.toml:24: questions[1].poi", "'res_c' is not a free parameter"),
+      'num = 21}\ncl'), "analysis.toml:24: questions[1].poi", "'res_c' is not a parameter of this model (did you mean"),
     (('kind = "upper_limit"', 'kind = "upper_limt"'), "analysis.toml:30: questions[2].kind", "is not one of"),
     (("version = 1\n", ""), "analysis.toml: (top level)", "'version' is a required property"),
     (('release = ["mu_nu"]', 'release = ["mu_nu", "mu_tau"]'), "analysis.toml:15: parameters.release",
@@ -204,7 +204,10 @@ def test_limits_of_a_spec_refuses_bad_options(tmp_path, argv, message, capsys):
 def test_limits_of_a_spec_names_a_parameter_that_is_not_free(tmp_path, capsys):
     path = _experiment(tmp_path)
     assert main(["limits", str(path), "--poi", "res_c", "--toys", "5", "--out", str(tmp_path / "o")]) == 2
-    assert "'res_c' is not a free parameter" in capsys.readouterr().err
+    # the name came from the command line, not from a line of the file
+    assert "nuejax limits --poi res_c: 'res_c' is not a parameter of this model" in capsys.readouterr().err
+    assert main(["limits", str(path), "--poi", "eps_ee_L", "--toys", "5", "--out", str(tmp_path / "o")]) == 2
+    assert "'eps_ee_L' is fixed by default: release it under [parameters]" in capsys.readouterr().err
 
 
 def test_a_feldman_cousins_question_takes_only_its_keys(tmp_path):
@@ -377,3 +380,52 @@ def test_new_question_kinds_refuse_bad_keys(tmp_path, change, what):
     path = _experiment(tmp_path, MORE.replace(*change))
     with pytest.raises(InputError, match=what):
         run_spec(path)
+
+
+@pytest.mark.parametrize("change, what", [
+    (("grid = {start = 0.0, stop = 2.0, num = 21}\ncl = 0.9", "grid = {start = -1.0, stop = 2.0, num = 21}\ncl = 0.9"),
+     r"questions\[1\].grid: mu_nu = -1 lies outside its bounds \[0, 100\]"),
+    (('kind = "upper_limit"', 'kind = "cls"'), r"questions\[2\].grid: CLs tests values above the background-only point"),
+    (('release = ["mu_nu"]', 'release = ["mu_nu"]\nfix = {bkg_scale = 1.0}'), None),
+])
+def test_questions_are_checked_before_anything_runs(tmp_path, change, what):
+    spec = SPEC.replace(*change)
+    if what is None:  # a parameter fixed by the spec itself is named as such
+        spec += '\n[[questions]]\nname = "b"\nkind = "profile"\npoi = "bkg_scale"\nvalues = [0.5, 1.0]\n'
+        what = r"questions\[3\].poi: 'bkg_scale' is fixed under \[parameters\] fix"
+    with pytest.raises(InputError, match=what):
+        run_spec(_experiment(tmp_path, spec), tmp_path / "out")
+    assert not (tmp_path / "out" / "results.json").exists()  # nothing was fitted
+
+
+def test_a_misspelt_key_is_named_before_the_required_one_it_hides(tmp_path):
+    """'center' for 'centre' also leaves the required 'centre' missing: the unknown key is reported
+    (with its did-you-mean), not the missing one."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_spec_templates import _write
+
+    path, _ = _write(tmp_path, False)
+    path.write_text(path.read_text().replace("gaussian = {centre = 1.0", "gaussian = {center = 1.0"))
+    with pytest.raises(InputError, match=r"model.templates\[1\].gaussian.center: .*did you mean 'centre'"):
+        load_spec(path)
+
+
+def test_feldman_cousins_answers_warn_where_the_grid_is_too_coarse():
+    from types import SimpleNamespace
+
+    from nuejax.analyses.spec import _fc_warnings
+    from nuejax.model import Parameter
+
+    grid = np.array([0.0, 0.473, 0.946, 1.419, 1.892])
+    fc = SimpleNamespace(accepted=[False, False, True, False, False], interval=(0.946, 0.946),
+                         t_obs=[9.0, 2.91, 0.1, 4.0, 9.0], t_crit=[2.0, 1.93, 2.0, 2.1, 2.0],
+                         t_crit_err=[0.1, 2.5, 0.1, 0.1, 0.1])
+    w = " | ".join(_fc_warnings(fc, grid, 0.8641, Parameter("mu", 1.0, 0.0, 10.0)))
+    assert "best fit 0.8641 lies outside the interval" in w and "rests on 1 grid point" in w
+    assert "within the critical value's Monte Carlo error (e.g. 0.473)" in w
+    fine = SimpleNamespace(accepted=[True, True, True, False, False], interval=(0.0, 0.946), t_obs=[1, 1, 0, 9, 9],
+                           t_crit=[2, 2, 2, 2, 2], t_crit_err=[0.1] * 5)
+    assert _fc_warnings(fine, grid, 0.5, Parameter("mu", 1.0, 0.0, 10.0)) == []  # grid[0] is the bound

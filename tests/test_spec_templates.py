@@ -212,6 +212,15 @@ def test_an_event_list_is_fitted_with_the_unbinned_likelihood(tmp_path):
                             parameters=ps, exposure=1.0, likelihood=UnbinnedPoisson.create(edges, counts.shape[0]))
     ref = newton_fit(direct, direct.likelihood.events(events))
     assert mu_u == pytest.approx(ref.values["mu"], rel=1e-9)
+    # a question that fails while running names itself, and the answers before it are kept
+    (tmp_path / "gof.toml").write_text(UNBINNED.format(edges=edges.tolist(), data='events = "events.txt"')
+                                       + '\n[[questions]]\nname = "gof"\nkind = "goodness_of_fit"\n')
+    with pytest.raises(InputError, match=r"questions\[2\]: question 'gof' \(goodness_of_fit\): goodness_of_fit: .*unbinned"):
+        run_spec(tmp_path / "gof.toml", tmp_path / "gof_out")
+    import json
+
+    kept = json.loads((tmp_path / "gof_out" / "results.json").read_text())["questions"]
+    assert set(kept) == {"best", "mu_profile"}
     # an event outside the bins is named
     np.savetxt(tmp_path / "events.txt", np.append(events, 12.5))
     with pytest.raises(InputError, match="data.events: events.txt: unbinned data: event .* at 12.5"):

@@ -28,10 +28,12 @@ from ..errors import DataError
 __all__ = ["delta_chi2_range", "merge_limits", "read_counts", "run_limits"]
 
 
-def read_counts(path, n_obs: int) -> np.ndarray:
+def read_counts(path, n_obs: int, *, integer: bool = True) -> np.ndarray:
     """Counts per observable bin from ``path``: ``.npy``, or text with one number per bin
     (whitespace or comma separated; ``#`` comments). Raises :class:`~nuejax.errors.DataError`
-    naming the file for a wrong length or an invalid count."""
+    naming the file for a wrong length or an invalid count. ``integer``: warn
+    (:class:`~nuejax.model.NonIntegerCountsWarning`) for non-integer counts, as raw data should
+    not have them (templates and expectations may: pass False)."""
     from ..model.checks import check_data
 
     path = Path(path)
@@ -45,7 +47,7 @@ def read_counts(path, n_obs: int) -> np.ndarray:
             n = np.array([float(t) for t in tokens])
     except (ValueError, OSError) as err:
         raise DataError(f"{path}: cannot be read as counts: {err}") from err
-    return np.asarray(check_data(np.ravel(n), n_obs, name=str(path)), dtype=float)
+    return np.asarray(check_data(np.ravel(n), n_obs, name=str(path), warn_non_integer=integer), dtype=float)
 
 
 def delta_chi2_range(scan, level: float) -> tuple[float, float]:

@@ -125,7 +125,9 @@ def load_spec(path) -> dict:
         line = re.search(r"at line (\d+)", str(err))
         raise InputError(f"{path}:{line.group(1) + ':' if line else ''} not valid TOML: {err}") from err
     validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(spec), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    # an unknown key first at its place (a misspelt key also makes a required one missing there)
+    errors = sorted(validator.iter_errors(spec), key=lambda e: (list(map(str, e.absolute_path)),
+                                                               e.validator != "additionalProperties", e.message))
     if errors:
         e = errors[0]
         where = list(e.absolute_path)
@@ -144,6 +146,8 @@ def load_spec(path) -> dict:
 
 
 def _fail(spec: dict, path, message: str):
+    if spec.get("_asked_by") and path and path[0] == "questions":  # asked on the command line, not in the file
+        raise InputError(f"{spec['_asked_by']}: {message}")
     raise InputError(f"{_where(spec['_file'], spec['_text'], path)}: {message}")
 
 
@@ -219,8 +223,9 @@ def _xenon(spec: dict, capacity=None):
 _TEMPLATES_KEYS = {"edges", "exposure", "templates"}
 
 
-def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str) -> np.ndarray:
-    """Counts per bin of ``table`` (``file`` and, for ROOT, ``histogram``) on ``edges``."""
+def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str, integer: bool = False) -> np.ndarray:
+    """Counts per bin of ``table`` (``file`` and, for ROOT, ``histogram``) on ``edges``
+    (``integer``: warn for non-integer numbers, as for raw data; templates are expectations)."""
     from ..io import read_th1
     from .limits import read_counts
 
@@ -236,7 +241,7 @@ def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str) -> n
     if "histogram" in table:
         _fail(spec, path + ["histogram"], f"{f} is not a ROOT file (.root): 'histogram' applies to ROOT files only")
     try:
-        return read_counts(f, edges.size - 1)
+        return read_counts(f, edges.size - 1, integer=integer)
     except InputError as err:
         _fail(spec, path + ["file"], f"{what}: {err}")
 
@@ -364,7 +369,7 @@ def build_spec(spec: dict):
         counts = packaged
     elif Path(d["file"]).suffix == ".root" or "histogram" in d:
         edges = np.asarray(model.obs_edges, dtype=float)
-        counts = _histogram(spec, ["data"], d, edges, "data")
+        counts = _histogram(spec, ["data"], d, edges, "data", integer=True)
     else:
         try:
             counts = read_counts(_file(spec, ["data", "file"], d["file"]), model.n_obs)
@@ -435,10 +440,35 @@ def _check_question(spec, i, q, model):
         if q["poi_y"] == q.get("poi"):
             _fail(spec, ["questions", i, "poi_y"], "must differ from 'poi'")
         _check_grid(spec, i, q, q["name"], "_y")
+    ps = model.parameters
+    fixed_here = set(spec.get("parameters", {}).get("fix", {}))
     for key in ("poi", "poi_y"):
-        if key in q and q[key] not in model.parameters.free_names:
-            _fail(spec, ["questions", i, key], f"{q[key]!r} is not a free parameter (free: "
-                                               f"{', '.join(model.parameters.free_names)}; release it under [parameters])")
+        if key not in q or q[key] in ps.free_names:
+            continue
+        if q[key] not in ps.names:
+            close = difflib.get_close_matches(q[key], ps.names, n=1)
+            _fail(spec, ["questions", i, key], f"{q[key]!r} is not a parameter of this model"
+                  + (f" (did you mean {close[0]!r}?)" if close else f" (free: {', '.join(ps.free_names)})"))
+        if q[key] in fixed_here:
+            _fail(spec, ["questions", i, key], f"{q[key]!r} is fixed under [parameters] fix: a question needs it free")
+        _fail(spec, ["questions", i, key], f"{q[key]!r} is fixed by default: release it under [parameters] "
+                                           f"(release = [{q[key]!r}]) to ask about it")
+    for key, y in (("poi", ""), ("poi_y", "_y")):
+        values = _grid(q, y)
+        if key not in q or values is None:
+            continue
+        p = ps[q[key]]
+        out = np.nonzero((values < p.lower) | (values > p.upper))[0]
+        if out.size:
+            _fail(spec, ["questions", i, ("values" if "values" + y in q else "grid") + y],
+                  f"{q[key]} = {values[out[0]]:g} lies outside its bounds [{p.lower:g}, {p.upper:g}]")
+        if kind == "cls" and key == "poi":
+            if p.lower != 0.0:
+                _fail(spec, ["questions", i, "poi"], f"a CLs limit needs a parameter bounded below at 0 (the "
+                                                     f"background-only point); {q[key]} has lower bound {p.lower:g}")
+            if values[0] <= 0:
+                _fail(spec, ["questions", i, "values" if "values" in q else "grid"],
+                      f"CLs tests values above the background-only point {q[key]} = 0: start the grid above 0")
 
 
 def _grid(q, y="") -> np.ndarray | None:
@@ -491,7 +521,31 @@ def _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume) -> d
             "n_toys": int(fc.n_toys), "n_valid": np.asarray(fc.n_valid).tolist(),
             "accepted": np.asarray(fc.accepted, dtype=bool).tolist(), "t_obs": np.asarray(fc.t_obs).tolist(),
             "t_crit": np.asarray(fc.t_crit).tolist(), "t_crit_err": np.asarray(fc.t_crit_err).tolist(),
-            "best": float(best.params[q["poi"]])}
+            "best": float(best.params[q["poi"]]), "warnings": _fc_warnings(fc, grid, float(best.params[q["poi"]]), model.parameters[q["poi"]])}
+
+
+def _fc_warnings(fc, grid, best: float, par) -> list:
+    """What makes a Feldman–Cousins answer on a grid untrustworthy, said: an interval of fewer
+    than 3 accepted points, a best fit outside it (between grid points), an accepted point at the
+    grid's end (the region may continue), a decision within the critical value's Monte Carlo error."""
+    out = []
+    acc = np.asarray(fc.accepted, dtype=bool)
+    lo, hi = fc.interval
+    inside = int(np.sum(acc & (grid >= (lo if lo is not None else -np.inf)) & (grid <= (hi if hi is not None else np.inf))))
+    if lo is not None and hi is not None and not lo <= best <= hi:
+        out.append(f"the best fit {best:.4g} lies outside the interval [{lo:.4g}, {hi:.4g}]: the grid (step "
+                   f"{grid[1] - grid[0]:.3g}) is too coarse here; refine it")
+    if inside < 3:
+        out.append(f"the interval rests on {inside} grid point(s): refine the grid")
+    if acc[0] and grid[0] > par.lower:
+        out.append(f"the first grid point {grid[0]:.4g} is accepted: the region may continue below the grid")
+    if acc[-1] and grid[-1] < par.upper:
+        out.append(f"the last grid point {grid[-1]:.4g} is accepted: the region may continue above the grid")
+    close = np.abs(np.asarray(fc.t_obs) - np.asarray(fc.t_crit)) < np.asarray(fc.t_crit_err)
+    if close.any():
+        out.append(f"at {int(close.sum())} grid point(s) the observed statistic lies within the critical value's "
+                   f"Monte Carlo error (e.g. {grid[int(np.argmax(close))]:.4g}): more toys would settle it")
+    return out
 
 
 def _goodness_of_fit(model, counts, q, best) -> dict:
@@ -502,7 +556,8 @@ def _goodness_of_fit(model, counts, q, best) -> dict:
     g = goodness_of_fit(model, counts, best, n_toys=int(q.get("toys", 0)), key=jax.random.PRNGKey(int(q.get("seed", 0))))
     return {"kind": "goodness_of_fit", **g.to_dict(), "toy_deviances": None,
             "convention": "saturated-model Poisson deviance (Baker & Cousins 1984), constraint terms left out; "
-                          "p_chi2 asymptotic, p_toys from toys drawn at the best fit"}
+                          "p_chi2 asymptotic" + ("; p_toys from toys drawn at the best fit" if g.n_toys else
+                                                 "; no toys asked (toys = N adds p_toys)")}
 
 
 def _cls(model, counts, q, grid, cl, starts) -> dict:
@@ -511,9 +566,12 @@ def _cls(model, counts, q, grid, cl, starts) -> dict:
     kw = {"max_iter": int(q["max_iter"])} if "max_iter" in q else {}
     r = cls_upper_limit(model, counts, q["poi"], grid, cl=cl, n_toys=int(q.get("toys", 0)), key=int(q.get("seed", 0)),
                         starts=starts, **kw)
+    at_start = sorted(k for d in (r.expected, r.expected_sb) for k, v in d.items() if v is not None and v <= grid[0])
     return {"kind": "cls", "poi": q["poi"], "cl": cl, "method": r.method, "limit": r.limit, "expected": r.expected,
             "limit_sb": r.limit_sb, "expected_sb": r.expected_sb, "values": grid.tolist(),
-            "cls": np.asarray(r.cls).tolist(), "n_toys": int(r.n_toys), "convention": r.convention}
+            "cls": np.asarray(r.cls).tolist(), "n_toys": int(r.n_toys), "convention": r.convention,
+            "warnings": [f"expected limit(s) at {', '.join(sorted(set(at_start)))} sigma lie at the grid's first value "
+                         f"{grid[0]:.4g}: they are at or below it; start the grid lower"] if at_start else []}
 
 
 def _region_2d(model, counts, q, grid, cl, best, starts) -> dict:
@@ -560,7 +618,55 @@ def _impacts(model, counts, q, best, out) -> dict:
     return a
 
 
-def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False) -> dict:
+def _answer(model, counts, q, best, out, resume, say) -> dict:
+    """The answer to one question (``best``: the latest fit)."""
+    from ..inference import profile_scan
+    from ..inference.starts import DEFAULT_STARTS
+
+    starts = q.get("starts", DEFAULT_STARTS)
+    if q["kind"] == "fit":
+        prof = {}
+        if q.get("profile_errors", True) and best.valid:
+            from ..inference import profile_errors
+
+            say("  profile-likelihood errors (Δ(-2 ln L) = 1) of every parameter off its bounds")
+            pe = profile_errors(model, counts, best)
+            prof = {n: list(v) for n, v in pe.minos.items()}
+        return {"kind": "fit", "valid": bool(best.valid), "nll": float(best.fval), "profile_errors": prof,
+                "values": {n: float(best.params[n]) for n in best.names},
+                "errors": {n: best.errors.get(n) for n in best.names},
+                "at_bound": best.at_bound, "n_starts": int(best.n_starts), "n_at_minimum": int(best.n_at_minimum),
+                "minima": [{"fval": float(mn["fval"]), "n_starts": int(mn["n_starts"])} for mn in best.minima]}
+    if q["kind"] == "impacts":
+        return _impacts(model, counts, q, best, out)
+    if q["kind"] == "goodness_of_fit":
+        return _goodness_of_fit(model, counts, q, best)
+    cl = float(q.get("cl", 0.9))
+    grid = _grid(q)
+    if q["kind"] == "cls":
+        return _cls(model, counts, q, grid, cl, starts)
+    if q["kind"] == "region_2d":
+        return _region_2d(model, counts, q, grid, cl, best, starts)
+    if grid is None:
+        grid = automatic_grid(model, counts, q["poi"], best, int(q.get("points", 11)), starts=starts)
+        say(f"  automatic grid of {q['poi']}: {len(grid)} points over [{grid[0]:.4g}, {grid[-1]:.4g}]")
+    if q["kind"] == "feldman_cousins":
+        return _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume)
+    kw = {"n_iter": int(q["max_iter"])} if "max_iter" in q else {}
+    scan = profile_scan(model, counts, q["poi"], grid, global_fit=best, starts=starts, **kw)
+    if q["kind"] == "profile":
+        iv = scan.interval(cl)
+        return {"kind": "profile", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
+                "delta_chi2": np.asarray(scan.delta_chi2).tolist(), "regions": [list(r) for r in iv.regions],
+                "interval": [iv.lower, iv.upper], "convention": iv.convention,
+                "converged": int(np.sum(scan.converged))}
+    ul = scan.upper_limit(cl)
+    return {"kind": "upper_limit", "poi": q["poi"], "cl": cl, "upper": None if ul is None else float(ul),
+            "convention": scan.upper_limit_convention, "best": float(best.params[q["poi"]])}
+
+
+def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False,
+             asked_by: str | None = None) -> dict:
     """Answer every question of the specification at ``path`` in order; returns (and with
     ``out``, writes into ``out/results.json``) ``{"name", "spec", "questions": {name: answer},
     "seconds"}``. Answers: ``fit``: valid, −2 ln L, values, Hessian errors, profile-likelihood
@@ -579,8 +685,10 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     ``region_2d``: the Δχ² of ``poi`` × ``poi_y`` on the grid, the points inside the region at
     ``cl`` (two degrees of freedom), its extent on the grid and the grid edges it reaches (``open_at``:
     the region may continue beyond them). ``questions``: a list of question
-    tables replacing the file's."""
-    from ..inference import newton_fit, profile_scan
+    tables replacing the file's (``asked_by``: where they come from, for the messages, e.g. the
+    command line). With ``out``, ``results.json`` is written after every answer, so that the
+    answers so far survive a later question's error (which names the question)."""
+    from ..inference import newton_fit
     from ..inference.starts import DEFAULT_STARTS
 
     say = progress or (lambda msg: None)
@@ -588,6 +696,7 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     spec = load_spec(path)
     if questions is not None:  # asked on the command line (nuejax limits SPEC --poi ...), in place of the file's
         spec["questions"] = list(questions)
+        spec["_asked_by"] = asked_by
     names = [q["name"] for q in spec["questions"]]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -596,67 +705,25 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     model, counts = build_spec(spec)
     for i, q in enumerate(spec["questions"]):
         _check_question(spec, i, q, model)
-    answers = {}
-    best = None
-    for q in spec["questions"]:
-        starts = q.get("starts", DEFAULT_STARTS)
-        say(f"{q['name']}: {q['kind']}")
-        if q["kind"] == "fit" or best is None:
-            best = newton_fit(model, counts, one_sided=False, starts=starts)
-        if q["kind"] == "fit":
-            prof = {}
-            if q.get("profile_errors", True) and best.valid:
-                from ..inference import profile_errors
+    result = {"name": spec.get("name", Path(spec["_file"]).stem), "spec": spec["_file"], "questions": {},
+              "seconds": 0.0}
 
-                say("  profile-likelihood errors (Δ(-2 ln L) = 1) of every parameter off its bounds")
-                pe = profile_errors(model, counts, best)
-                prof = {n: list(v) for n, v in pe.minos.items()}
-            answers[q["name"]] = {"kind": "fit", "valid": bool(best.valid), "nll": float(best.fval),
-                                  "profile_errors": prof,
-                                  "values": {n: float(best.params[n]) for n in best.names},
-                                  "errors": {n: best.errors.get(n) for n in best.names},
-                                  "at_bound": best.at_bound, "n_starts": int(best.n_starts),
-                                  "n_at_minimum": int(best.n_at_minimum),
-                                  "minima": [{"fval": float(mn["fval"]), "n_starts": int(mn["n_starts"])}
-                                             for mn in best.minima]}
-            continue
-        if q["kind"] == "impacts":
-            answers[q["name"]] = _impacts(model, counts, q, best, out)
-            continue
-        if q["kind"] == "goodness_of_fit":
-            answers[q["name"]] = _goodness_of_fit(model, counts, q, best)
-            continue
-        cl = float(q.get("cl", 0.9))
-        grid = _grid(q)
-        if q["kind"] == "cls":
-            answers[q["name"]] = _cls(model, counts, q, grid, cl, starts)
-            continue
-        if q["kind"] == "region_2d":
-            answers[q["name"]] = _region_2d(model, counts, q, grid, cl, best, starts)
-            continue
-        if grid is None:
-            grid = automatic_grid(model, counts, q["poi"], best, int(q.get("points", 11)), starts=starts)
-            say(f"  automatic grid of {q['poi']}: {len(grid)} points over [{grid[0]:.4g}, {grid[-1]:.4g}]")
-        if q["kind"] == "feldman_cousins":
-            answers[q["name"]] = _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume)
-            continue
-        kw = {"n_iter": int(q["max_iter"])} if "max_iter" in q else {}
-        scan = profile_scan(model, counts, q["poi"], grid, global_fit=best, starts=starts, **kw)
-        if q["kind"] == "profile":
-            iv = scan.interval(cl)
-            answers[q["name"]] = {"kind": "profile", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
-                                  "delta_chi2": np.asarray(scan.delta_chi2).tolist(),
-                                  "regions": [list(r) for r in iv.regions], "interval": [iv.lower, iv.upper],
-                                  "convention": iv.convention, "converged": int(np.sum(scan.converged))}
-        else:
-            ul = scan.upper_limit(cl)
-            answers[q["name"]] = {"kind": "upper_limit", "poi": q["poi"], "cl": cl,
-                                  "upper": None if ul is None else float(ul),
-                                  "convention": scan.upper_limit_convention,
-                                  "best": float(best.params[q["poi"]])}
-    result = {"name": spec.get("name", Path(spec["_file"]).stem), "spec": spec["_file"], "questions": answers,
-              "seconds": time.perf_counter() - t0}
-    if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        (Path(out) / "results.json").write_text(json.dumps(result, indent=2))
+    def save():
+        result["seconds"] = time.perf_counter() - t0
+        if out is not None:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / "results.json").write_text(json.dumps(result, indent=2))
+
+    best = None
+    for i, q in enumerate(spec["questions"]):
+        say(f"{q['name']}: {q['kind']}")
+        try:
+            if q["kind"] == "fit" or best is None:
+                best = newton_fit(model, counts, one_sided=False, starts=q.get("starts", DEFAULT_STARTS))
+            result["questions"][q["name"]] = _answer(model, counts, q, best, out, resume, say)
+        except InputError as err:  # the answers so far are kept; the message names the question
+            save()
+            kept = f" (the answers before it are in {Path(out) / 'results.json'})" if out is not None and i else ""
+            _fail(spec, ["questions", i], f"question {q['name']!r} ({q['kind']}): {err}{kept}")
+        save()
     return result

@@ -128,12 +128,18 @@ class RunStore:
         if m.exists():
             old = json.loads(m.read_text())
             if not resume:
-                raise InputError(f"{self.folder}: holds a run already; pass resume=True (--resume) to continue it, "
-                                 "or choose another output folder")
+                raise InputError(f"{self.folder}: holds a run already; continue it (resume=True, or --resume on the "
+                                 "command line) or choose another output folder")
             diff = sorted(k for k in set(old["config"]) | set(self.config) if old["config"].get(k) != self.config.get(k))
             if diff:
-                raise InputError(f"{self.folder}: holds a run with different settings ({', '.join(diff)} differ); "
-                                 "choose another output folder to start a new run")
+                def shown(v):
+                    t = json.dumps(v)
+                    return t if len(t) <= 60 else t[:57] + "..."
+
+                what = "; ".join(f"{k}: stored {shown(old['config'].get(k))}, now {shown(self.config.get(k))}"
+                                 for k in diff)
+                raise InputError(f"{self.folder}: holds a run with different settings ({what}); choose another "
+                                 "output folder to start a new run")
         elif self.folder.exists() and any(self.folder.iterdir()):
             chunks = self.folder / "chunks"
             if not chunks.exists() or any(chunks.glob("chunk_*.npz")):
