@@ -213,6 +213,14 @@ def _out_of_memory(err: Exception) -> bool:
     return "RESOURCE_EXHAUSTED" in str(err) or "Out of memory" in str(err)
 
 
+#: The rows per device that a launch on an accelerator last had to fall back to after running out
+#: of memory, per (fitted parameters, starts per row): later runs of the process start there
+#: instead of rediscovering it. On an H100 each halving from 16384 toy fits of the xenon model
+#: (113 GiB asked) recompiled for minutes, once per construction of `nuejax xenonnt`
+#: (2026-11-27, benchmarks/NOTES.md).
+_ROWS_THAT_FIT: dict = {}
+
+
 def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
     """Run ``kernel`` on the rows, split over the mesh's devices, in launches of exactly
     ``per_launch`` rows per device (the last padded with copies of its first row, dropped after:
@@ -259,14 +267,17 @@ def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: R
     devices = np.asarray(jax.devices())
     mesh = Mesh(devices, ("rows",))
     per = max(1, launch_size(1 << 30, None, n_par) // max(1, starts_per_row)) if jax.default_backend() == "cpu" \
-        else chunk
+        else min(chunk, _ROWS_THAT_FIT.get((n_par, starts_per_row), chunk))
     results: dict[int, dict] = {}
     for k in range(n_chunks):
         rows_k = min(chunk, n - k * chunk)
         got = store.load_chunk(k) if store is not None else None
         if got is None and k % n_shard == i_shard:
             part = {name: v[k * chunk:k * chunk + rows_k] for name, v in rows.items()}
-            got, per = _launch(kernel, part, mesh, min(per, -(-chunk // devices.size)))
+            asked = min(per, -(-chunk // devices.size))
+            got, per = _launch(kernel, part, mesh, asked)
+            if per < asked:
+                _ROWS_THAT_FIT[(n_par, starts_per_row)] = per
             if store is not None:
                 store.save_chunk(k, got)
             if progress is not None:
