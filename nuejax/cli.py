@@ -364,6 +364,15 @@ def _print_answer(name: str, a: dict) -> None:
               f"{a['converged']} of {n} points converged")
         if a["open_at"]:
             print(f"  the region reaches the grid's edge at {', '.join(a['open_at'])}: it may continue beyond the grid")
+    elif a["kind"] == "feldman_cousins_2d":
+        x, y = a["poi"]
+        n = len(a["values_x"]) * len(a["values_y"])
+        where = ("no grid point accepted" if a["extent"] is None else
+                 f"{x} in [{a['extent'][0][0]:.4g}, {a['extent'][0][1]:.4g}], "
+                 f"{y} in [{a['extent'][1][0]:.4g}, {a['extent'][1][1]:.4g}] on the grid")
+        print(f"{name}: {x} x {y} {a['cl']:.0%} CL Feldman-Cousins region: {a['n_accepted']} of {n} grid points "
+              f"accepted, {where}; best fit ({a['best'][0]:.4g}, {a['best'][1]:.4g}); {a['n_toys']} toys per point")
+        print(f"  {a['convention']}")
     elif a["kind"] == "impacts":
         from .inference.impacts import ImpactsResult
 

@@ -225,3 +225,45 @@ def test_an_event_list_is_fitted_with_the_unbinned_likelihood(tmp_path):
     np.savetxt(tmp_path / "events.txt", np.append(events, 12.5))
     with pytest.raises(InputError, match="data.events: events.txt: unbinned data: event .* at 12.5"):
         build_spec(load_spec(tmp_path / "unbinned.toml"))
+
+
+@pytest.mark.slow
+def test_a_2d_feldman_cousins_question(tmp_path, capsys):
+    """A 2-D Feldman-Cousins region (mu x radon) from a spec: equal to feldman_cousins called
+    directly, holding the grid point nearest the best fit, and close to the Wilks region of the
+    same grid (most points decided alike)."""
+    from nuejax.cli import _print_answer
+    from nuejax.inference import feldman_cousins
+
+    path, _ = _write(tmp_path, False)
+    text = path.read_text().replace("gaussian = {centre = 1.0, sigma = 0.1}\n", "")
+    # integer data: a Poisson draw of the truth, so the toys and the data are alike
+    model, counts = build_spec(load_spec(path))
+    n = np.random.default_rng(3).poisson(np.asarray(model.expected(model.parameters.values(mu=1.5, radon=1.1, flat=0.9))))
+    np.savetxt(tmp_path / "data.txt", n)
+    q = ('\n[[questions]]\nname = "{name}"\nkind = "{kind}"\npoi = "mu"\nvalues = [0.8, 1.1, 1.4, 1.7, 2.0, 2.3]\n'
+         'poi_y = "radon"\nvalues_y = [0.8, 0.95, 1.1, 1.25, 1.4]\n')
+    text += q.format(name="fc2", kind="feldman_cousins") + "toys = 60\nseed = 2\n" + q.format(name="wilks", kind="region_2d")
+    path.write_text(text)
+    res = run_spec(path, tmp_path / "out")["questions"]
+    fc, wilks = res["fc2"], res["wilks"]
+    assert fc["kind"] == "feldman_cousins_2d" and fc["n_toys"] == 60
+    model, counts = build_spec(load_spec(path))
+    direct = feldman_cousins(model, counts, ("mu", "radon"), (np.array(fc["values_x"]), np.array(fc["values_y"])), 60,
+                             key=2)
+    assert np.array_equal(np.asarray(direct.accepted_grid), np.asarray(fc["accepted"]))
+    ix = int(np.argmin(np.abs(np.array(fc["values_x"]) - fc["best"][0])))
+    iy = int(np.argmin(np.abs(np.array(fc["values_y"]) - fc["best"][1])))
+    assert fc["accepted"][ix][iy]
+    agree = np.mean(np.asarray(fc["accepted"]) == np.asarray(wilks["inside"]))
+    assert agree >= 0.8, agree
+    _print_answer("fc2", fc)
+    assert "CL Feldman-Cousins region" in capsys.readouterr().out
+
+
+def test_a_2d_feldman_cousins_question_needs_both_grids(tmp_path):
+    path, _ = _write(tmp_path, False)
+    path.write_text(path.read_text() + '\n[[questions]]\nname = "fc2"\nkind = "feldman_cousins"\npoi = "mu"\n'
+                                       'poi_y = "radon"\nvalues_y = [0.8, 1.0]\n')
+    with pytest.raises(InputError, match=r"questions\[2\]: question 'fc2': a 2-D Feldman-Cousins region needs both grids"):
+        run_spec(path)

@@ -401,7 +401,8 @@ def build_spec(spec: dict):
 #: The keys each question kind takes besides name, kind and starts.
 _QUESTION_KEYS = {"fit": {"profile_errors"}, "profile": {"poi", "grid", "values", "cl", "max_iter"},
                   "upper_limit": {"poi", "grid", "values", "cl", "max_iter"},
-                  "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed"},
+                  "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed", "poi_y",
+                                      "grid_y", "values_y"},
                   "impacts": {"poi", "top"},
                   "goodness_of_fit": {"toys", "seed"},
                   "cls": {"poi", "grid", "values", "cl", "max_iter", "toys", "seed"},
@@ -434,12 +435,17 @@ def _check_question(spec, i, q, model):
         _check_grid(spec, i, q, q["name"])
         if "points" in q and ("grid" in q or "values" in q):
             _fail(spec, ["questions", i, "points"], "is the size of the automatic grid: give it without 'grid' or 'values'")
-    if kind == "region_2d":
+    if kind == "region_2d" or "poi_y" in q:
         if "poi_y" not in q:
             _fail(spec, ["questions", i], f"question {q['name']!r} (region_2d) needs 'poi_y', the second parameter")
         if q["poi_y"] == q.get("poi"):
             _fail(spec, ["questions", i, "poi_y"], "must differ from 'poi'")
+        if kind == "feldman_cousins" and (_grid(q) is None or _grid(q, "_y") is None):
+            _fail(spec, ["questions", i], f"question {q['name']!r}: a 2-D Feldman-Cousins region needs both grids "
+                                          "('grid' or 'values', and 'grid_y' or 'values_y'): it has no automatic grid")
         _check_grid(spec, i, q, q["name"], "_y")
+    elif any(k in q for k in ("grid_y", "values_y")):
+        _fail(spec, ["questions", i], f"question {q['name']!r}: 'grid_y'/'values_y' need 'poi_y'")
     ps = model.parameters
     fixed_here = set(spec.get("parameters", {}).get("fix", {}))
     for key in ("poi", "poi_y"):
@@ -514,6 +520,28 @@ def _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume) -> d
 
     runs = None if out is None else Path(out) / "runs" / q["name"]
     kw = {"max_iter": int(q["max_iter"])} if "max_iter" in q else {}
+    if "poi_y" in q:  # a 2-D region: the accepted grid points (no interval)
+        gy = _grid(q, "_y")
+        fc = feldman_cousins(model, counts, (q["poi"], q["poi_y"]), (grid, gy), int(q.get("toys", 400)),
+                             key=int(q.get("seed", 0)), cl=cl, starts=starts, out=runs, resume=resume, **kw)
+        acc = np.asarray(fc.accepted_grid, dtype=bool)
+        ix, iy = np.nonzero(acc)
+        px, py = model.parameters[q["poi"]], model.parameters[q["poi_y"]]
+        edges = {"x_low": bool(acc[0].any()) and grid[0] > px.lower, "x_high": bool(acc[-1].any()) and grid[-1] < px.upper,
+                 "y_low": bool(acc[:, 0].any()) and gy[0] > py.lower, "y_high": bool(acc[:, -1].any()) and gy[-1] < py.upper}
+        close = np.abs(np.asarray(fc.t_obs) - np.asarray(fc.t_crit)) < np.asarray(fc.t_crit_err)
+        return {"kind": "feldman_cousins_2d", "poi": [q["poi"], q["poi_y"]], "cl": cl, "values_x": grid.tolist(),
+                "values_y": gy.tolist(), "accepted": acc.tolist(), "n_accepted": int(acc.sum()),
+                "extent": None if ix.size == 0 else [[float(grid[ix.min()]), float(grid[ix.max()])],
+                                                     [float(gy[iy.min()]), float(gy[iy.max()])]],
+                "open_at": [k for k, v in edges.items() if v], "convention": fc.convention,
+                "n_toys": int(fc.n_toys), "t_obs": np.asarray(fc.t_obs).tolist(), "t_crit": np.asarray(fc.t_crit).tolist(),
+                "t_crit_err": np.asarray(fc.t_crit_err).tolist(),
+                "best": [float(best.params[q["poi"]]), float(best.params[q["poi_y"]])],
+                "warnings": ([f"at {int(close.sum())} grid point(s) the observed statistic lies within the critical "
+                              "value's Monte Carlo error: more toys would settle them"] if close.any() else [])
+                + ([f"the region reaches the grid's edge at {', '.join(k for k, v in edges.items() if v)}: it may "
+                    "continue beyond the grid"] if any(edges.values()) else [])}
     fc = feldman_cousins(model, counts, q["poi"], grid, int(q.get("toys", 400)), key=int(q.get("seed", 0)), cl=cl,
                          starts=starts, out=runs, resume=resume, **kw)
     return {"kind": "feldman_cousins", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
