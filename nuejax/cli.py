@@ -451,6 +451,8 @@ def _cmd_borexino(args) -> int:
     print(f"deviance/ndf = {summary['deviance']:.1f}/{summary['ndf']}, p(toys) = {summary['p_toys']}")
     ul = summary["mu_nu_upper_90"]
     print(f"mu_nu < {ul:.3g} mu_B (90% CL)" if ul is not None else "mu_nu: no upper limit inside the scanned range")
+    for n, side in summary.get("mu_nu_upper_90_at_bound", {}).items():
+        print(f"    at the limit {n} sits on its {side} bound: the limit depends on that bound")
     for name in ("eps_ee_L", "eps_ee_R"):
         regions = " U ".join(_fmt(r) for r in summary[f"{name}_regions_90"])
         print(f"{name} 90% CL: {regions} (each with the other free; SSM-constrained rates); "

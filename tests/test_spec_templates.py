@@ -267,3 +267,22 @@ def test_a_2d_feldman_cousins_question_needs_both_grids(tmp_path):
                                        'poi_y = "radon"\nvalues_y = [0.8, 1.0]\n')
     with pytest.raises(InputError, match=r"questions\[2\]: question 'fc2': a 2-D Feldman-Cousins region needs both grids"):
         run_spec(path)
+
+
+def test_an_upper_limit_says_which_nuisance_is_held_at_a_bound(tmp_path):
+    """No signal and no flat component in the data: at the signal's upper limit the flat
+    normalisation is held at its lower bound 0, and the answer says so (as the Borexino mu_nu
+    limit, set where the 85Kr rate reaches zero)."""
+    path, _ = _write(tmp_path, False, truth={"mu": 0.0, "radon": 1.0, "flat": 0.0})
+    text = path.read_text().replace("gaussian = {centre = 1.0, sigma = 0.1}\n", "").replace(
+        "lower = 0.01\nlognormal = {median = 1.0, sigma_ln = 0.2}\n", "")
+    assert "lognormal" not in text
+    text += ('\n[[questions]]\nname = "limit"\nkind = "upper_limit"\npoi = "mu"\n'
+             'grid = {start = 0.0, stop = 1.0, num = 41}\n')
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NonIntegerCountsWarning)
+        res = run_spec(path)["questions"]
+    lim = res["limit"]
+    assert lim["upper"] is not None and lim["at_bound_at_limit"] == {"flat": "lower"}
+    assert "flat sits on its lower bound 0" in lim["warnings"][0]

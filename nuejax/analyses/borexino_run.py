@@ -92,8 +92,10 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     fit_mu = newton_fit(m_mu, counts, one_sided=False, starts=starts)
     mu_scan = profile_scan(m_mu, counts, "mu_nu", MU_GRID, global_fit=fit_mu, n_iter=SCAN_ITER, starts=starts)
     mu_ul = mu_scan.upper_limit(0.9)
+    mu_held = mu_scan.at_bound_near(mu_ul, m_mu.parameters)  # a limit set where a rate sits at zero depends on it
     say(f"      mu_nu best {float(fit_mu.params['mu_nu']):.3g}, 90% CL upper limit "
-        f"{'none in range' if mu_ul is None else f'{mu_ul:.3g}'} x 1e-11 mu_B ({mu_scan.upper_limit_convention})")
+        f"{'none in range' if mu_ul is None else f'{mu_ul:.3g}'} x 1e-11 mu_B ({mu_scan.upper_limit_convention})"
+        + "".join(f"; at the limit {n} sits on its {side} bound" for n, side in mu_held.items()))
 
     say("[6/6] NSI: eps_ee_L and eps_ee_R, each with the other free, and the 2-D region")
     m_eps = _release(m_ssm, "eps_ee_L", "eps_ee_R")
@@ -123,6 +125,8 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
         "mu_nu_upper_90": None if mu_ul is None else mu_ul * 1e-11,
         "mu_nu_upper_90_unit": "mu_B",
         "mu_nu_upper_90_convention": mu_scan.upper_limit_convention,
+        # the nuisances held at a bound in the profile fits around the limit ({name: "lower"|"upper"})
+        "mu_nu_upper_90_at_bound": mu_held,
         "eps_ee_L_interval_90": iL["interval"],
         "eps_ee_R_interval_90": iR["interval"],
         "eps_ee_L_regions_90": iL["regions"],

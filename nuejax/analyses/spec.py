@@ -689,8 +689,12 @@ def _answer(model, counts, q, best, out, resume, say) -> dict:
                 "interval": [iv.lower, iv.upper], "convention": iv.convention,
                 "converged": int(np.sum(scan.converged))}
     ul = scan.upper_limit(cl)
+    held = scan.at_bound_near(ul, model.parameters)
     return {"kind": "upper_limit", "poi": q["poi"], "cl": cl, "upper": None if ul is None else float(ul),
-            "convention": scan.upper_limit_convention, "best": float(best.params[q["poi"]])}
+            "convention": scan.upper_limit_convention, "best": float(best.params[q["poi"]]),
+            "at_bound_at_limit": held,
+            "warnings": [f"at the limit, {n} sits on its {side} bound {getattr(model.parameters[n], side):g}: the limit "
+                         "depends on that bound" for n, side in held.items()]}
 
 
 def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False,
@@ -702,7 +706,7 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     crossing inside the bounds; :func:`~nuejax.inference.profile_errors`; off with
     ``profile_errors = false``), parameters at a bound, how many starts reached the minimum; ``profile``: the grid, Δχ², the regions at ``cl``, the one
     containing the best fit; ``upper_limit``: the limit at ``cl`` (None when the profile stays
-    below the threshold on the grid) and its convention; ``feldman_cousins``: the interval (the
+    below the threshold on the grid), its convention and the nuisances held at a bound there; ``feldman_cousins``: the interval (the
     region containing the best fit), every region, the convention, per grid point the observed
     statistic, the critical value and its Monte Carlo error, acceptance and valid toys (the run's
     toys in ``out/runs/NAME``; ``resume=True`` continues a stored run); ``impacts``: pulls,

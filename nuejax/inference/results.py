@@ -336,6 +336,33 @@ class ScanResult(Saveable):
                           "are left out of the interval", RuntimeWarning, stacklevel=3)
         return np.asarray(self.values)[ok], np.asarray(self.delta_chi2)[ok]
 
+    def at_bound_near(self, value, parameters, *, rtol: float = 1e-6) -> dict:
+        """``{name: "lower"|"upper"}`` of the profiled parameters that sit on a bound of
+        ``parameters`` (a :class:`~nuejax.model.ParameterSet`) in the converged profile fits at the
+        two scan points around ``value`` (e.g. an upper limit): a limit set where a nuisance is held
+        at its bound depends on that bound (a rate that cannot go below zero), which a reader
+        should be told. Empty for ``value`` None or outside the scan."""
+        if value is None:
+            return {}
+        x = np.asarray(self.values, dtype=float)
+        ok = np.asarray(self.converged, dtype=bool)
+        j = int(np.searchsorted(x, float(value)))
+        near = [i for i in (j - 1, j) if 0 <= i < x.size and ok[i]]
+        out = {}
+        pv = np.asarray(self.profiled_values, dtype=float)
+        for k, name in enumerate(self.profiled):
+            if name not in parameters:
+                continue
+            p = parameters[name]
+            for i in near:
+                v = pv[i, k]
+                tol = rtol * max(1.0, abs(v))
+                if np.isfinite(p.lower) and abs(v - p.lower) <= tol:
+                    out[name] = "lower"
+                elif np.isfinite(p.upper) and abs(v - p.upper) <= tol:
+                    out[name] = "upper"
+        return out
+
     @property
     def upper_limit_convention(self) -> str:
         return ("one-sided upper limit with the boundary-aware statistic q~ (Cowan et al., EPJC 71 (2011) 1554, "
