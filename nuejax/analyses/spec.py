@@ -399,8 +399,8 @@ def build_spec(spec: dict):
 
 
 #: The keys each question kind takes besides name, kind and starts.
-_QUESTION_KEYS = {"fit": {"profile_errors"}, "profile": {"poi", "grid", "values", "cl", "max_iter"},
-                  "upper_limit": {"poi", "grid", "values", "cl", "max_iter"},
+_QUESTION_KEYS = {"fit": {"profile_errors"}, "profile": {"poi", "grid", "values", "cl", "max_iter", "refine"},
+                  "upper_limit": {"poi", "grid", "values", "cl", "max_iter", "refine"},
                   "feldman_cousins": {"poi", "grid", "values", "points", "cl", "max_iter", "toys", "seed", "poi_y",
                                       "grid_y", "values_y"},
                   "impacts": {"poi", "top"},
@@ -682,6 +682,13 @@ def _answer(model, counts, q, best, out, resume, say) -> dict:
         return _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume)
     kw = {"n_iter": int(q["max_iter"])} if "max_iter" in q else {}
     scan = profile_scan(model, counts, q["poi"], grid, global_fit=best, starts=starts, **kw)
+    if "refine" in q:  # more points where the profile crosses the thresholds the answer reads
+        from ..inference import refine_scan
+        from ..inference.intervals import one_sided_threshold, two_sided_threshold
+
+        levels = (two_sided_threshold(cl, 1), 1.0) if q["kind"] == "profile" else (one_sided_threshold(cl),)
+        scan = refine_scan(model, counts, scan, levels, points=int(q["refine"]), global_fit=best, starts=starts, **kw)
+        grid = np.asarray(scan.values)
     if q["kind"] == "profile":
         iv = scan.interval(cl)
         return {"kind": "profile", "poi": q["poi"], "cl": cl, "values": grid.tolist(),

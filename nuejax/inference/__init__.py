@@ -20,7 +20,7 @@ from .results import (BatchFitResult, CLsResult, CoverageResult, FeldmanCousinsR
                       ImpactsResult,
                       Scan2DResult, ScanResult, load_result)
 from .runner import merge_runs
-from .scan import profile_scan, profile_scan_2d
+from .scan import profile_scan, profile_scan_2d, refine_scan
 from .starts import DEFAULT_STARTS, SecondMinimumWarning, start_design
 from .stored_runs import load_run
 
@@ -28,4 +28,4 @@ __all__ = ["DEFAULT_STARTS", "BatchFitResult", "CLsResult", "CoverageResult", "F
            "GoodnessOfFit", "ImpactsResult", "Interval", "NLLCost", "NewtonResult", "Scan2DResult", "ScanResult", "batch_fit",
            "cls_upper_limit", "coverage", "feldman_cousins", "fit", "goodness_of_fit", "impacts", "interval_from_profile", "kkt",
            "load_result", "load_run", "merge_runs", "minimize_bounded", "newton_fit", "newton_minimize",
-           "one_sided_threshold", "profile_errors", "profile_scan", "profile_scan_2d", "saturated_deviance", "SecondMinimumWarning", "start_design", "two_sided_threshold"]
+           "one_sided_threshold", "profile_errors", "profile_scan", "profile_scan_2d", "refine_scan", "saturated_deviance", "SecondMinimumWarning", "start_design", "two_sided_threshold"]

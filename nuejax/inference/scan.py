@@ -39,7 +39,7 @@ from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
 
 __all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "batched_solve", "grid_neighbours", "grid_values",
-           "pinned_refits", "profile_points", "profile_scan", "profile_scan_2d"]
+           "pinned_refits", "profile_points", "profile_scan", "profile_scan_2d", "refine_scan"]
 
 
 def grid_values(ps, name, values) -> np.ndarray:
@@ -263,6 +263,44 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
     return ScanResult(name, values, nll, nll_min, best, s.names, np.asarray(res.x),
                       np.asarray(res.converged), time.perf_counter() - t0, ps[name].unit, _bounds(ps[name]),
                       passes=passes, refitted=refitted)
+
+
+def refine_scan(model, data, scan: ScanResult, levels=(1.0,), *, points: int = 4, global_fit: FitResult | None = None,
+                **kw) -> ScanResult:
+    """``scan`` with ``points`` more profile points, evenly spaced, inside every grid step where
+    its Δχ² crosses one of ``levels`` (e.g. the interval's threshold): an interval read off a
+    coarse grid by interpolation is then read off a fine one where it matters. The new points are
+    one :func:`profile_scan` (``global_fit`` and ``kw`` passed on; give the scan's global fit so
+    that both measure Δχ² from one minimum); the result merges both, sorted. Returns ``scan``
+    itself where nothing crosses."""
+    if int(points) < 1:
+        raise ParameterError(f"refine_scan: points must be >= 1, got {points}")
+    x = np.asarray(scan.values, dtype=float)
+    ok = np.asarray(scan.converged, dtype=bool) & np.isfinite(np.asarray(scan.nll))
+    d = np.asarray(scan.delta_chi2, dtype=float)
+    idx = np.nonzero(ok)[0]
+    new = []
+    for level in levels:
+        for a, b in zip(idx[:-1], idx[1:]):
+            if (d[a] - level) * (d[b] - level) < 0:
+                new.extend(np.linspace(x[a], x[b], int(points) + 2)[1:-1])
+    new = np.setdiff1d(np.unique(np.round(new, 12)), x)
+    if new.size == 0:
+        return scan
+    sub = profile_scan(model, data, scan.name, new, global_fit=global_fit, **kw)
+    if sub.profiled != scan.profiled:
+        raise ParameterError(f"refine_scan: the scan profiled {scan.profiled}, the refinement {sub.profiled}: give the "
+                             "same model and profile")
+    order = np.argsort(np.concatenate([x, sub.values]), kind="stable")
+
+    def cat(a, b):
+        return np.concatenate([np.asarray(a), np.asarray(b)])[order]
+
+    first = scan.nll_min <= sub.nll_min
+    return ScanResult(scan.name, cat(x, sub.values), cat(scan.nll, sub.nll), min(scan.nll_min, sub.nll_min),
+                      scan.best if first else sub.best, scan.profiled, cat(scan.profiled_values, sub.profiled_values),
+                      cat(scan.converged, sub.converged), scan.seconds + sub.seconds, scan.unit, scan.bounds,
+                      passes=max(scan.passes, sub.passes), refitted=scan.refitted + sub.refitted)
 
 
 def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=None, init: Mapping | None = None,
