@@ -280,23 +280,8 @@ def test_nuejax_run_prints_an_impacts_answer(capsys):
     assert out.index("bkg_scale") < out.index("norm_pp") and "+0.08" in out and "+0.5" in out
 
 
-MORE = textwrap.dedent("""\
-    version = 1
-    name = "synthetic-xenon-more"
-
-    [model]
-    kind = "xenon"
-    edges_kev = {edges}
-    exposure_t_yr = 20.0
-    efficiency_file = "efficiency.txt"
-    background_file = "background.txt"
-
-    [data]
-    file = "counts.txt"
-
-    [parameters]
-    release = ["mu_nu"]
-
+# the synthetic experiment of SPEC (model, data, parameters) with other questions
+MORE = SPEC[:SPEC.index("[[questions]]")].replace('name = "synthetic-xenon"', 'name = "synthetic-xenon-more"') + textwrap.dedent("""\
     [[questions]]
     name = "best"
     kind = "fit"
@@ -309,22 +294,22 @@ MORE = textwrap.dedent("""\
     name = "mu_nu_profile"
     kind = "profile"
     poi = "mu_nu"
-    grid = {{start = 0.0, stop = 2.5, num = 51}}
+    grid = {start = 0.0, stop = 2.5, num = 51}
 
     [[questions]]
     name = "mu_nu_cls"
     kind = "cls"
     poi = "mu_nu"
-    grid = {{start = 0.1, stop = 4.0, num = 40}}
+    grid = {start = 0.1, stop = 4.0, num = 40}
 
     [[questions]]
     name = "region"
     kind = "region_2d"
     poi = "mu_nu"
-    grid = {{start = 0.0, stop = 2.5, num = 11}}
+    grid = {start = 0.0, stop = 2.5, num = 11}
     poi_y = "bkg_scale"
     values_y = [0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5]
-    """).format(edges=EDGES)
+    """)
 
 
 @pytest.mark.slow

@@ -515,6 +515,25 @@ def automatic_grid(model, counts, poi: str, best, num: int, *, starts=None) -> n
     return np.linspace(max(lo, v0 - pad), min(hi, v1 + pad), num)
 
 
+def _region_on_grid(inside, gx, gy, px=None, py=None) -> tuple:
+    """``(extent, open_at)`` of the grid points ``inside`` (nx, ny): their range in x and y (None
+    where none), and the grid edges they reach (``x_low`` ...), where the region may continue
+    beyond the grid; with the parameters ``px``, ``py``, an edge on a parameter's bound is not
+    counted (nothing lies beyond it)."""
+    lo_x, hi_x = (px.lower, px.upper) if px is not None else (-np.inf, np.inf)
+    lo_y, hi_y = (py.lower, py.upper) if py is not None else (-np.inf, np.inf)
+    edges = {"x_low": bool(inside[0].any()) and gx[0] > lo_x, "x_high": bool(inside[-1].any()) and gx[-1] < hi_x,
+             "y_low": bool(inside[:, 0].any()) and gy[0] > lo_y, "y_high": bool(inside[:, -1].any()) and gy[-1] < hi_y}
+    ix, iy = np.nonzero(inside)
+    extent = None if ix.size == 0 else [[float(gx[ix.min()]), float(gx[ix.max()])], [float(gy[iy.min()]), float(gy[iy.max()])]]
+    return extent, [k for k, v in edges.items() if v]
+
+
+def _undecided(fc) -> np.ndarray:
+    """Grid points whose observed statistic lies within the critical value's Monte Carlo error."""
+    return np.abs(np.asarray(fc.t_obs) - np.asarray(fc.t_crit)) < np.asarray(fc.t_crit_err)
+
+
 def _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume) -> dict:
     from ..inference import feldman_cousins
 
@@ -525,23 +544,18 @@ def _feldman_cousins(model, counts, q, grid, cl, best, starts, out, resume) -> d
         fc = feldman_cousins(model, counts, (q["poi"], q["poi_y"]), (grid, gy), int(q.get("toys", 400)),
                              key=int(q.get("seed", 0)), cl=cl, starts=starts, out=runs, resume=resume, **kw)
         acc = np.asarray(fc.accepted_grid, dtype=bool)
-        ix, iy = np.nonzero(acc)
-        px, py = model.parameters[q["poi"]], model.parameters[q["poi_y"]]
-        edges = {"x_low": bool(acc[0].any()) and grid[0] > px.lower, "x_high": bool(acc[-1].any()) and grid[-1] < px.upper,
-                 "y_low": bool(acc[:, 0].any()) and gy[0] > py.lower, "y_high": bool(acc[:, -1].any()) and gy[-1] < py.upper}
-        close = np.abs(np.asarray(fc.t_obs) - np.asarray(fc.t_crit)) < np.asarray(fc.t_crit_err)
+        extent, open_at = _region_on_grid(acc, grid, gy, model.parameters[q["poi"]], model.parameters[q["poi_y"]])
+        close = _undecided(fc)
         return {"kind": "feldman_cousins_2d", "poi": [q["poi"], q["poi_y"]], "cl": cl, "values_x": grid.tolist(),
                 "values_y": gy.tolist(), "accepted": acc.tolist(), "n_accepted": int(acc.sum()),
-                "extent": None if ix.size == 0 else [[float(grid[ix.min()]), float(grid[ix.max()])],
-                                                     [float(gy[iy.min()]), float(gy[iy.max()])]],
-                "open_at": [k for k, v in edges.items() if v], "convention": fc.convention,
+                "extent": extent, "open_at": open_at, "convention": fc.convention,
                 "n_toys": int(fc.n_toys), "t_obs": np.asarray(fc.t_obs).tolist(), "t_crit": np.asarray(fc.t_crit).tolist(),
                 "t_crit_err": np.asarray(fc.t_crit_err).tolist(),
                 "best": [float(best.params[q["poi"]]), float(best.params[q["poi_y"]])],
                 "warnings": ([f"at {int(close.sum())} grid point(s) the observed statistic lies within the critical "
                               "value's Monte Carlo error: more toys would settle them"] if close.any() else [])
-                + ([f"the region reaches the grid's edge at {', '.join(k for k, v in edges.items() if v)}: it may "
-                    "continue beyond the grid"] if any(edges.values()) else [])}
+                + ([f"the region reaches the grid's edge at {', '.join(open_at)}: it may "
+                    "continue beyond the grid"] if open_at else [])}
     fc = feldman_cousins(model, counts, q["poi"], grid, int(q.get("toys", 400)), key=int(q.get("seed", 0)), cl=cl,
                          starts=starts, out=runs, resume=resume, **kw)
     return {"kind": "feldman_cousins", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
@@ -569,7 +583,7 @@ def _fc_warnings(fc, grid, best: float, par) -> list:
         out.append(f"the first grid point {grid[0]:.4g} is accepted: the region may continue below the grid")
     if acc[-1] and grid[-1] < par.upper:
         out.append(f"the last grid point {grid[-1]:.4g} is accepted: the region may continue above the grid")
-    close = np.abs(np.asarray(fc.t_obs) - np.asarray(fc.t_crit)) < np.asarray(fc.t_crit_err)
+    close = _undecided(fc)
     if close.any():
         out.append(f"at {int(close.sum())} grid point(s) the observed statistic lies within the critical value's "
                    f"Monte Carlo error (e.g. {grid[int(np.argmax(close))]:.4g}): more toys would settle it")
@@ -613,17 +627,13 @@ def _region_2d(model, counts, q, grid, cl, best, starts) -> dict:
     conv = np.asarray(s.converged, dtype=bool)
     d = np.where(conv, np.asarray(s.delta_chi2), np.nan)
     inside = conv & (d < level)
-    edges = {"x_low": bool(inside[0].any()), "x_high": bool(inside[-1].any()),
-             "y_low": bool(inside[:, 0].any()), "y_high": bool(inside[:, -1].any())}
-    ix, iy = np.nonzero(inside)
+    extent, open_at = _region_on_grid(inside, grid, gy)  # (region_2d counts an edge on a bound too)
     return {"kind": "region_2d", "poi": [q["poi"], q["poi_y"]], "cl": cl, "threshold": level, "ndof": 2,
             "values_x": grid.tolist(), "values_y": gy.tolist(),
             "delta_chi2": [[None if not np.isfinite(v) else float(v) for v in row] for row in d],
             "inside": inside.tolist(), "n_inside": int(inside.sum()), "converged": int(conv.sum()),
             "best": [float(best.params[q["poi"]]), float(best.params[q["poi_y"]])],
-            "extent": None if ix.size == 0 else [[float(grid[ix.min()]), float(grid[ix.max()])],
-                                                   [float(gy[iy.min()]), float(gy[iy.max()])]],
-            "open_at": [k for k, v in edges.items() if v],
+            "extent": extent, "open_at": open_at,
             "convention": f"two-parameter profile Δχ² < {level:.3f} (χ²₂ at {cl:.4g}, Wilks), the others profiled"}
 
 
