@@ -414,3 +414,100 @@ def test_feldman_cousins_answers_warn_where_the_grid_is_too_coarse():
     fine = SimpleNamespace(accepted=[True, True, True, False, False], interval=(0.0, 0.946), t_obs=[1, 1, 0, 9, 9],
                            t_crit=[2, 2, 2, 2, 2], t_crit_err=[0.1] * 5)
     assert _fc_warnings(fine, grid, 0.5, Parameter("mu", 1.0, 0.0, 10.0)) == []  # grid[0] is the bound
+
+
+PHYSICS = textwrap.dedent("""\
+    [model.physics]
+    nsi = ["eps_etau_L_re"]
+    mediators = ["phi"]
+    day_night = "night"
+    latitude = "xenonnt"
+    """)
+LINES = 'signals = ["7Be_862", "pep"]\n'  # two lines: the general night-time evaluation is quick
+
+
+@pytest.mark.parametrize("propagation", [False, True])
+def test_new_physics_in_a_spec_gives_the_model_built_in_python(tmp_path, propagation):
+    """[model.physics] of a xenon spec: the same -2 ln L as xenon_model with the same options on the
+    general path, at a point where every added parameter acts; the spec takes the fast path where
+    it exists (not with NSI in propagation)."""
+    from nuejax.model.xenon import xenon_model
+
+    physics = PHYSICS + ("propagation_nsi = true\n" if propagation else "")
+    spec = SPEC.replace("[data]", physics + "\n[data]", 1).replace('background_file = "background.txt"\n',
+                                                                    'background_file = "background.txt"\n' + LINES)
+    path = _experiment(tmp_path, spec)
+    model, counts = build_spec(load_spec(path))
+    e = np.loadtxt(tmp_path / "efficiency.txt")
+    direct = xenon_model(EDGES, 20.0, efficiency=lambda x: np.interp(x, e[:, 0], e[:, 1]),
+                         background=np.loadtxt(tmp_path / "background.txt"), signals=("7Be_862", "pep"),
+                         nsi=("eps_etau_L_re",), mediators=("phi",), propagation_nsi=propagation, day_night="night",
+                         latitude=42.45)
+    baked = {p.name for p in model.baked}
+    assert baked == (set() if propagation else {"sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23", "phi_mass"})
+    assert set(model.parameters.names) == set(direct.parameters.names) - baked
+    assert {"eps_etau_L_re", "phi_coupling"} <= set(model.parameters.names)
+    point = dict(eps_etau_L_re=0.4, eps_ee_L=0.1, phi_coupling=3e-6, mu_nu=0.5)
+    counts = np.arange(len(EDGES) - 1, dtype=float) + 3.0
+    a = float(model.nll(model.parameters.values(**point), counts))
+    b = float(direct.nll(direct.parameters.values(**point), counts))
+    assert np.isfinite(a) and a == pytest.approx(b, rel=1e-11)
+    # the options act: without them -2 ln L differs at this point
+    plain = xenon_model(EDGES, 20.0, efficiency=lambda x: np.interp(x, e[:, 0], e[:, 1]),
+                        background=np.loadtxt(tmp_path / "background.txt"), signals=("7Be_862", "pep"))
+    assert abs(a - float(plain.nll(plain.parameters.values(eps_ee_L=0.1, mu_nu=0.5), counts))) > 1e-3
+    if propagation:  # no fast path to insist on
+        with pytest.raises(InputError, match=r"model.fast: no fast path: NSI in propagation"):
+            build_spec(load_spec(_experiment(tmp_path, spec.replace("[model.physics]", "fast = true\n\n[model.physics]"))))
+
+
+@pytest.mark.parametrize("change, where, what", [
+    ('nsi = ["eps_etau_L_re"]', "model.physics.nsi", "is not valid under any of the given schemas"),
+    ('latitude = "xenonnt"', "model.physics", "unknown detector 'lngs'"),
+    ('day_night = "night"', "model.physics.latitude", "needs day_night = 'night' or 'average'"),
+    ('mediators = ["phi"]', "model.physics.mediators", "is not one of"),
+])
+def test_bad_physics_in_a_spec_names_the_key(tmp_path, change, where, what):
+    wrong = {'nsi = ["eps_etau_L_re"]': 'nsi = ["eps_etau_L"]', 'latitude = "xenonnt"': 'latitude = "lngs"',
+             'day_night = "night"': 'day_night = "day"', 'mediators = ["phi"]': 'mediators = ["scalar"]'}[change]
+    spec = SPEC.replace("[data]", PHYSICS.replace(change, wrong) + "\n[data]", 1)
+    path = _experiment(tmp_path, spec)
+    with pytest.raises(InputError) as err:
+        build_spec(load_spec(path))
+    assert where in str(err.value) and what in str(err.value), str(err.value)
+
+
+@pytest.mark.slow
+def test_a_scintillator_spec_with_new_physics_gives_the_model_built_in_python(tmp_path):
+    """kind = "scintillator": the paper's Borexino-like model with [model.physics]."""
+    from nuejax.model.borexino_like import borexino_like_model
+
+    kw = dict(exposure=500.0, window=(200, 400), n_T=100, signals=("pp", "7Be_862"), backgrounds=("210Bi", "85Kr"))
+    (tmp_path / "scint.toml").write_text(textwrap.dedent("""\
+        version = 1
+        name = "scintillator"
+        [model]
+        kind = "scintillator"
+        exposure_day_100t = 500.0
+        window = [200, 400]
+        n_T = 100
+        signals = ["pp", "7Be_862"]
+        backgrounds = ["210Bi", "85Kr"]
+        [model.physics]
+        mediators = ["zprime"]
+        day_night = "night"
+        [data]
+        file = "counts.txt"
+        [[questions]]
+        name = "best"
+        kind = "fit"
+        """))
+    np.savetxt(tmp_path / "counts.txt", np.full(201, 7.0))
+    model, counts = build_spec(load_spec(tmp_path / "scint.toml"))
+    direct = borexino_like_model(mediators=("zprime",), day_night="night", **kw)
+    baked = {p.name for p in model.baked}  # the fast path
+    assert baked == {"sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23", "zprime_mass"}
+    assert set(model.parameters.names) == set(direct.parameters.names) - baked
+    point = dict(zprime_coupling=2e-6, eps_ee_R=0.2)
+    a = float(model.nll(model.parameters.values(**point), counts))
+    assert np.isfinite(a) and a == pytest.approx(float(direct.nll(direct.parameters.values(**point), counts)), rel=1e-12)

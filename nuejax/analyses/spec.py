@@ -175,7 +175,63 @@ def _numbers(spec: dict, path, rel: str, columns: int | None = None) -> np.ndarr
 
 
 _XENON_KEYS = {"edges_kev", "exposure_t_yr", "efficiency_file", "background_file", "resolution",
-               "resolution_uncertainty", "stepping", "signals"}
+               "resolution_uncertainty", "stepping", "signals", "physics", "fast"}
+_SCINTILLATOR_KEYS = {"exposure_day_100t", "window", "n_T", "signals", "backgrounds", "solar_model", "physics",
+                      "fast"}
+
+
+def _physics(spec: dict) -> dict:
+    """The keyword arguments of the general case (new physics in the signals) from the table
+    ``[model.physics]``: ``nsi``, ``mediators``, ``propagation_nsi``, ``day_night``, ``latitude``
+    (as :func:`~nuejax.model.borexino_like.borexino_like_model` takes them), checked here so that
+    an error names the key."""
+    from ..model.borexino_like import check_general_options
+    from ..model.flavour import GENERAL_NSI_NAMES
+
+    ph = spec["model"].get("physics", {})
+    nsi = ph.get("nsi")
+    if isinstance(nsi, list):
+        for name in nsi:
+            if name not in GENERAL_NSI_NAMES:
+                close = difflib.get_close_matches(name, GENERAL_NSI_NAMES, n=1)
+                _fail(spec, ["model", "physics", "nsi"], f"{name!r} is not an NSI parameter"
+                      + (f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(GENERAL_NSI_NAMES)})"))
+        nsi = tuple(nsi)
+    if "latitude" in ph and ph.get("day_night", "day") == "day":
+        _fail(spec, ["model", "physics", "latitude"], "the latitude sets the Earth crossing at night: it needs "
+                                                      "day_night = 'night' or 'average'")
+    kw = dict(nsi=nsi, mediators=tuple(ph.get("mediators", ())), propagation_nsi=bool(ph.get("propagation_nsi", False)),
+              day_night=ph.get("day_night"))
+    if "latitude" in ph:
+        kw["latitude"] = ph["latitude"]
+    try:
+        check_general_options(kw["nsi"], kw["mediators"], kw["day_night"], kw.get("latitude", "borexino"))
+    except InputError as err:
+        _fail(spec, ["model", "physics"], str(err))
+    return kw
+
+
+def _scintillator(spec: dict):
+    """The paper's Borexino-like liquid-scintillator model
+    (:func:`~nuejax.model.borexino_like.borexino_like_model`) with the physics of ``[model.physics]``."""
+    from ..model.borexino_like import borexino_like_model
+
+    m = spec["model"]
+    kw = {k: v for k, v in _physics(spec).items() if v not in (None, (), False)}
+    if "exposure_day_100t" in m:
+        kw["exposure"] = float(m["exposure_day_100t"])
+    if "window" in m:
+        kw["window"] = tuple(m["window"])
+    for key in ("n_T", "solar_model"):
+        if key in m:
+            kw[key] = m[key]
+    for key in ("signals", "backgrounds"):
+        if key in m:
+            kw[key] = tuple(m[key])
+    try:
+        return borexino_like_model(**kw)
+    except (InputError, ValueError) as err:
+        _fail(spec, ["model"], str(err))
 _BOREXINO_KEYS = {"choices", "fast"}
 
 
@@ -212,6 +268,7 @@ def _xenon(spec: dict, capacity=None):
             kw[key] = tuple(m[key]) if key == "resolution" else m[key]
     if "signals" in m:
         kw["signals"] = tuple(m["signals"])
+    kw.update({k: v for k, v in _physics(spec).items() if v not in (None, (), False)})
     if capacity is not None:  # event data: the bins are the fine bins of the density
         kw.update(unbinned=True, capacity=capacity, sub=1)
     try:
@@ -339,15 +396,16 @@ def build_spec(spec: dict):
 
     m = spec["model"]
     kind = m["kind"]
-    keys = {"xenon": _XENON_KEYS, "templates": _TEMPLATES_KEYS, "borexino_phase3": _BOREXINO_KEYS}[kind]
+    keys = {"xenon": _XENON_KEYS, "templates": _TEMPLATES_KEYS, "borexino_phase3": _BOREXINO_KEYS,
+            "scintillator": _SCINTILLATOR_KEYS}[kind]
     wrong = sorted(set(m) - {"kind"} - keys)
     if wrong:
         _fail(spec, ["model", wrong[0]], f"not a key of model kind {kind!r} (its keys: {', '.join(sorted(keys))})")
     d = spec["data"]
     energies, capacity = None, None
     if "events" in d:
-        if kind == "borexino_phase3":
-            _fail(spec, ["data", "events"], "the Borexino Phase-III analysis is binned: event lists are for model kinds "
+        if kind in ("borexino_phase3", "scintillator"):
+            _fail(spec, ["data", "events"], f"model kind {kind!r} is binned: event lists are for model kinds "
                                             "'xenon' and 'templates'")
         energies = _numbers(spec, ["data", "events"], d["events"], columns=1).ravel()
         # toys draw a Poisson number of events: room for 10 standard deviations above the data's count
@@ -356,6 +414,8 @@ def build_spec(spec: dict):
         model, packaged = _xenon(spec, capacity), None
     elif kind == "templates":
         model, packaged = _templates(spec, capacity), None
+    elif kind == "scintillator":
+        model, packaged = _scintillator(spec), None
     else:
         model, packaged = _borexino(spec)
     if energies is not None:
@@ -395,7 +455,35 @@ def build_spec(spec: dict):
         ps = ps.release(*p["release"])
     if p.get("fix"):
         ps = ps.fix(**{k: float(v) for k, v in p["fix"].items()})
-    return model.with_parameters(ps), counts
+    model = model.with_parameters(ps)
+    if kind in ("xenon", "scintillator"):
+        model = _fast(spec, model)
+    return model, counts
+
+
+def _fast(spec: dict, model):
+    """The fast path of a physics model (:func:`~nuejax.model.fast.fast_model`: the signals as a
+    polynomial in the couplings, folded once) wherever it exists: ``fast`` unset takes it when it
+    can, ``true`` insists (an error says why not), ``false`` keeps the general evaluation. The
+    fast path bakes in the oscillation parameters and mediator masses at their values after
+    ``[parameters]``, so they must be fixed; NSI in propagation have none."""
+    from ..model.fast import fast_model
+    from ..model.physics_params import NONLINEAR_PHYSICS, OSC_PARAMS
+
+    want = spec["model"].get("fast")
+    if want is False:
+        return model
+    free = [n for n in OSC_PARAMS + NONLINEAR_PHYSICS if n in model.parameters and not model.parameters[n].fixed]
+    why = None
+    if spec["model"].get("physics", {}).get("propagation_nsi"):
+        why = "NSI in propagation make the neutrino state depend on the couplings"
+    elif free:
+        why = f"{', '.join(free)} released (the fast path bakes {'it' if len(free) == 1 else 'them'} in)"
+    if why is None:
+        return fast_model(model)
+    if want:
+        _fail(spec, ["model", "fast"], f"no fast path: {why}; set fast = false or leave it out")
+    return model
 
 
 #: The keys each question kind takes besides name, kind and starts.

@@ -184,4 +184,4 @@ def fast_model(model: Model, osc_params: dict | None = None) -> Model:
     baked = tuple(model.baked) + tuple(dataclasses.replace(p, value=float(base[p.name]))
                                        for p in model.parameters.parameters if p.name in baked_names)
     return Model.create(stages, parameters, obs_edges=model.obs_edges, constraints=model.constraints, baked=baked,
-                        check_shape=False)
+                        check_shape=False, likelihood=model.likelihood)

@@ -78,7 +78,8 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
                 t_step_kev: float = 0.1, target: AtomicTarget = XENON, stepping: bool = True,
                 signals=XENON_SIGNALS, resolution=XENON1T_RESOLUTION, resolution_uncertainty: float = 0.1,
                 solar_model: str = "gs98", radiative: bool = True, sub="auto", unbinned: bool = False,
-                capacity: int = 0, mediators=(), fast_mediators: bool = False, dtype=None) -> Model:
+                capacity: int = 0, mediators=(), fast_mediators: bool = False, nsi=None, propagation_nsi: bool = False,
+                day_night: str | None = None, latitude="xenonnt", dtype=None) -> Model:
     """Build a xenon model (module docstring) on the reconstructed-energy bins ``e_edges_kev``.
 
     ``efficiency``: a callable of reconstructed energy [keV] (e.g.
@@ -88,6 +89,12 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
     Recoil bins of ``t_step_kev`` from 0 to ``t_max_kev`` (default: the top edge plus 8 σ).
     ``resolution`` (a, b) nominal, each with a Gaussian constraint of ``resolution_uncertainty``
     of its value (an assumption: the analysis's own uncertainties are not in the open data).
+
+    The general case, as :func:`~nuejax.model.borexino_like.borexino_like_model` has it:
+    ``mediators`` (``'zprime'``, ``'phi'``), ``nsi`` (``'all'`` or names of
+    :data:`~nuejax.model.flavour.GENERAL_NSI_NAMES`), ``propagation_nsi`` (the NSI also in the
+    matter potential), ``day_night`` (``'day'``, ``'night'``, ``'average'``; Earth crossing at
+    ``latitude``, degrees or a name of :data:`~nuejax.physics.earth.DETECTOR_LATITUDES`).
 
     Raises:
         InputError: bad edges (not increasing, not finite, below 0), an exposure that is not
@@ -122,9 +129,9 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
                                     name, DEFAULT_NORMS[name]))
     params = default_parameters(signals, (), DEFAULT_NORMS)
     general = {}
-    if mediators:
-        check_general_options(None, mediators, None, "borexino")
-        general = general_case_fields(sigs, params, None, mediators, False, None, "borexino", radiative, dt)
+    if mediators or nsi is not None or propagation_nsi or day_night is not None:
+        check_general_options(nsi, mediators, day_night, latitude)
+        general = general_case_fields(sigs, params, nsi, mediators, propagation_nsi, day_night, latitude, radiative, dt)
         params = general.pop("parameters")
     extra = [Parameter("res_a", a, 0.2 * a, 5.0 * a, constraint=(a, resolution_uncertainty * a), unit="sqrt(keV)",
                        doc="resolution a: sigma = a sqrt(E) + b E")]

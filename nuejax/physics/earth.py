@@ -69,8 +69,8 @@ __all__ = [
 ]
 
 EARTH_RADIUS_KM = 6371.0
-#: Latitudes [degrees north] of detectors whose day–night asymmetries are published.
-DETECTOR_LATITUDES = {"borexino": 42.45, "super-kamiokande": 36.43}
+#: Latitudes [degrees north] of detectors (Borexino and XENONnT: both at the Gran Sasso laboratory, LNGS).
+DETECTOR_LATITUDES = {"borexino": 42.45, "super-kamiokande": 36.43, "xenonnt": 42.45}
 #: PREM layer boundaries [km] (Dziewonski & Anderson 1981, Table 1).
 PREM_RADII_KM = np.array([0.0, 1221.5, 3480.0, 5701.0, 5771.0, 5971.0, 6151.0, 6346.6, 6356.0, 6368.0, 6371.0])
 #: PREM density [g/cm^3] of each layer, polynomial coefficients in x = r / 6371 km (a0, a1, a2, a3).
