@@ -221,3 +221,17 @@ def test_goodness_of_fit_refuses_event_data():
     d = m.likelihood.events(events_of())
     with pytest.raises(InputError, match="saturated"):
         goodness_of_fit(m, d, fit(m, d, starts=1))
+
+
+def test_the_fast_path_of_an_unbinned_model_stays_unbinned():
+    """fast_model keeps the likelihood stage: it built a binned model from an unbinned one before."""
+    from nuejax.model import fast_model
+    from nuejax.model.xenon import xenon_model
+
+    general = xenon_model(np.linspace(1.0, 30.0, 59), 1.0, signals=("7Be_862", "pep"), unbinned=True, capacity=80, sub=1)
+    fast = fast_model(general)
+    assert type(fast.likelihood) is type(general.likelihood) is UnbinnedPoisson
+    events = general.likelihood.events(np.array([2.5, 7.25, 12.0, 29.0]))
+    p = dict(mu_nu=1.5, eps_ee_L=0.2)
+    a = float(fast.nll(fast.parameters.values(**p), events))
+    assert np.isfinite(a) and a == pytest.approx(float(general.nll(general.parameters.values(**p), events)), rel=1e-11)
