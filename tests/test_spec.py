@@ -341,6 +341,9 @@ def test_goodness_of_fit_cls_and_2d_region_questions(tmp_path, capsys):
     ix = int(np.argmin(np.abs(np.asarray(reg["values_x"]) - best["values"]["mu_nu"])))
     iy = int(np.argmin(np.abs(np.asarray(reg["values_y"]) - best["values"]["bkg_scale"])))
     assert reg["inside"][ix][iy]
+    # the grid starts at mu_nu's lower bound 0: nothing lies beyond that edge, so it is never open
+    assert "x_low" not in reg["open_at"]
+    assert set(reg["open_at"]) <= {"x_high", "y_low", "y_high"}
     # a Delta chi2 of the 2-D scan is a profile: at the grid's mu_nu values on the 1-D grid it is
     # never below the 1-D profile there (the 1-D profile minimises over bkg_scale too)
     p1 = dict(zip(np.round(prof["values"], 9), prof["delta_chi2"]))

@@ -277,7 +277,63 @@ def _xenon(spec: dict, capacity=None):
         _fail(spec, ["model"], str(err))
 
 
-_TEMPLATES_KEYS = {"edges", "exposure", "templates"}
+_TEMPLATES_KEYS = {"edges", "exposure", "templates", "input_edges", "response", "peaks"}
+
+
+def _parameter(spec: dict, where, name: str, table: dict, doc: str):
+    """A :class:`~nuejax.model.Parameter` from a parameter table (``value``, ``lower``, ``upper``,
+    ``fixed``, ``gaussian``), its value checked against its bounds."""
+    from ..model import Parameter
+
+    lo, hi = float(table.get("lower", -np.inf)), float(table.get("upper", np.inf))
+    value = float(table["value"])
+    if not lo <= value <= hi:
+        _fail(spec, where, f"value {value:g} of {name!r} lies outside its bounds [{lo:g}, {hi:g}]")
+    g = table.get("gaussian")
+    return Parameter(name, value, lo, hi, fixed=bool(table.get("fixed", False)),
+                     constraint=None if g is None else (float(g["centre"]), float(g["sigma"])), doc=doc)
+
+
+def _response_and_peaks(spec: dict, in_edges: np.ndarray, edges: np.ndarray, taken: dict) -> tuple:
+    """``(transform, peaks, parameters)`` of a templates spec: the response from the templates'
+    input axis onto the observable's bins (:class:`~nuejax.detector.transforms.ResponseTransform`,
+    one parameter per term given, named as the term) and the Gaussian peaks
+    (:class:`~nuejax.model.templates.GaussianPeak`, parameters ``<name>_rate``, ``_mean``,
+    ``_sigma``). ``taken``: parameter name -> what already holds it."""
+    from ..detector.transforms import ResponseTransform
+    from ..model.templates import GaussianPeak
+
+    m = spec["model"]
+    params, transform, peaks = [], None, []
+
+    def add(where, name, table, doc):
+        if name in taken:
+            _fail(spec, where, f"parameter {name!r} already belongs to {taken[name]}")
+        taken[name] = doc
+        params.append(_parameter(spec, where, name, table, doc))
+
+    if "input_edges" in m and "response" not in m:
+        _fail(spec, ["model", "input_edges"], "templates on an input axis need [model.response] to reach 'edges'")
+    if "response" in m:
+        r = m["response"]
+        terms = [t for t in ("scale", "offset", "res_a", "res_b", "res_c") if t in r]
+        for t in terms:
+            add(["model", "response", t], t, r[t], f"response term {t}")
+        try:
+            transform = ResponseTransform.create(in_edges, edges, resolution_form=r.get("form", "quadrature"),
+                                                 **{t: t for t in terms})
+        except InputError as err:
+            _fail(spec, ["model", "response"], str(err))
+    for i, pk in enumerate(m.get("peaks", [])):
+        names = tuple(f"{pk['name']}_{k}" for k in ("rate", "mean", "sigma"))
+        for k, name in zip(("rate", "mean", "sigma"), names):
+            add(["model", "peaks", i, k], name, pk[k], f"peak {pk['name']!r} {k}")
+        width = params[-1]
+        if not (width.lower > 0 or (width.fixed and width.value > 0)):
+            _fail(spec, ["model", "peaks", i, "sigma"], f"the width of peak {pk['name']!r} must stay > 0: give "
+                                                        "lower > 0 (or fix it at a value > 0)")
+        peaks.append(GaussianPeak(names))
+    return transform, tuple(peaks), params
 
 
 def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str, integer: bool = False) -> np.ndarray:
@@ -303,6 +359,14 @@ def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str, inte
         _fail(spec, path + ["file"], f"{what}: {err}")
 
 
+def _increasing(spec: dict, key: str) -> np.ndarray:
+    edges = np.asarray(spec["model"][key], dtype=float)
+    if np.any(np.diff(edges) <= 0):
+        i = int(np.argmax(np.diff(edges) <= 0)) + 1
+        _fail(spec, ["model", key], f"must increase (edge {i}: {edges[i]:g} after {edges[i - 1]:g})")
+    return edges
+
+
 def _templates(spec: dict, capacity=None):
     """A binned template model from files (nuejax.model.template_model): one normalisation
     parameter per template, optional Gaussian or log-normal auxiliary measurements, shape
@@ -315,10 +379,8 @@ def _templates(spec: dict, capacity=None):
     for key in ("edges", "templates"):
         if key not in m:
             _fail(spec, ["model"], f"model kind 'templates' needs '{key}'")
-    edges = np.asarray(m["edges"], dtype=float)
-    if np.any(np.diff(edges) <= 0):
-        i = int(np.argmax(np.diff(edges) <= 0)) + 1
-        _fail(spec, ["model", "edges"], f"must increase (edge {i}: {edges[i]:g} after {edges[i - 1]:g})")
+    edges = _increasing(spec, "edges")
+    in_edges = _increasing(spec, "input_edges") if "input_edges" in m else edges
     rows, params, terms, owner = [], [], [], {}
     errors, variations, var_at = [], [], {}
     for i, t in enumerate(m["templates"]):
@@ -336,16 +398,16 @@ def _templates(spec: dict, capacity=None):
             _fail(spec, where, f"value {value:g} of {name!r} lies outside its bounds [{lo:g}, {hi:g}]")
         if "lognormal" in t and lo < 0:
             _fail(spec, where + ["lognormal"], f"a log-normal measurement needs {name!r} > 0: give lower > 0")
-        counts = _histogram(spec, where, t, edges, f"template {t['name']!r}")
+        counts = _histogram(spec, where, t, in_edges, f"template {t['name']!r}")
         rows.append(counts)
-        errors.append(_histogram(spec, where + ["stat_error"], t["stat_error"], edges,
+        errors.append(_histogram(spec, where + ["stat_error"], t["stat_error"], in_edges,
                                  f"template {t['name']!r} stat_error") if "stat_error" in t else np.zeros_like(counts))
         for j, v in enumerate(t.get("variations", [])):
             at = where + ["variations", j]
             if v["parameter"] in owner or v["parameter"].startswith("mc_stat_"):
                 _fail(spec, at + ["parameter"], f"{v['parameter']!r} is already a normalisation's name (or reserved)")
-            variations.append((name, v["parameter"], _histogram(spec, at + ["up"], v["up"], edges, "up"),
-                               _histogram(spec, at + ["down"], v["down"], edges, "down")))
+            variations.append((name, v["parameter"], _histogram(spec, at + ["up"], v["up"], in_edges, "up"),
+                               _histogram(spec, at + ["down"], v["down"], in_edges, "down")))
             var_at[v["parameter"]] = at
         g = t.get("gaussian")
         params.append(Parameter(name, value, lo, hi, fixed=bool(t.get("fixed", False)),
@@ -367,10 +429,14 @@ def _templates(spec: dict, capacity=None):
         except InputError as err:
             _fail(spec, ["model", "templates"], str(err))
         params += list(gammas)
+    taken = {n: f"template {t!r}" for n, t in owner.items()} | {p.name: "a template uncertainty" for p in params[len(rows):]}
+    transform, peaks, extra = _response_and_peaks(spec, in_edges, edges, taken)
+    params += extra
     try:
-        return template_model(in_edges=edges, obs_edges=edges, templates=np.stack(rows), template_names=tuple(owner),
+        return template_model(in_edges=in_edges, obs_edges=edges, templates=np.stack(rows), template_names=tuple(owner),
                               parameters=ParameterSet(tuple(params)), exposure=float(m.get("exposure", 1.0)),
-                              constraints=tuple(terms), shape_variations=shape, mc_stat=mc,
+                              constraints=tuple(terms), shape_variations=shape, mc_stat=mc, transform=transform,
+                              peaks=peaks,
                               likelihood=None if capacity is None else UnbinnedPoisson.create(edges, capacity))
     except InputError as err:
         _fail(spec, ["model"], str(err))
@@ -715,7 +781,7 @@ def _region_2d(model, counts, q, grid, cl, best, starts) -> dict:
     conv = np.asarray(s.converged, dtype=bool)
     d = np.where(conv, np.asarray(s.delta_chi2), np.nan)
     inside = conv & (d < level)
-    extent, open_at = _region_on_grid(inside, grid, gy)  # (region_2d counts an edge on a bound too)
+    extent, open_at = _region_on_grid(inside, grid, gy, model.parameters[q["poi"]], model.parameters[q["poi_y"]])
     return {"kind": "region_2d", "poi": [q["poi"], q["poi_y"]], "cl": cl, "threshold": level, "ndof": 2,
             "values_x": grid.tolist(), "values_y": gy.tolist(),
             "delta_chi2": [[None if not np.isfinite(v) else float(v) for v in row] for row in d],
