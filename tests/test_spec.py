@@ -99,7 +99,11 @@ def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp
     assert prof["values"][int(np.argmin(prof["delta_chi2"]))] == pytest.approx(1.0)
     lim = res["questions"]["mu_nu_limit"]
     assert lim["best"] == pytest.approx(1.0, rel=1e-3) and 1.0 < lim["upper"] < prof["interval"][1] and "q~" in lim["convention"]
-    assert json.loads((tmp_path / "out" / "results.json").read_text())["questions"]["best"] == fit
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["questions"]["best"] == fit
+    # the fast path answered: the oscillation parameters baked in at their values
+    assert saved["baked"] == pytest.approx({"sin2_theta12": 0.308, "dm2_21": 7.49, "sin2_theta13": 0.02215,
+                                            "sin2_theta23": 0.47})
     # the ranking: every other free parameter, impacts of both signs about the best fit, a figure
     rank = res["questions"]["ranking"]
     assert rank["kind"] == "impacts" and rank["poi_value"] == pytest.approx(fit["values"]["mu_nu"])
@@ -107,11 +111,13 @@ def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp
     top = rank["names"][0]
     assert rank["postfit"][top][0] * rank["postfit"][top][1] < 0
     assert (tmp_path / "out" / "ranking.png").stat().st_size > 0
-    # the command gives the same answers
+    # the command gives the same answers (its fit question alone: the others are the same code)
+    fit_only = tmp_path / "fit_only.toml"
+    fit_only.write_text(SPEC[:SPEC.index('[[questions]]\nname = "mu_nu_profile"')])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NonIntegerCountsWarning)
         capsys.readouterr()
-        assert main(["run", str(path), "--json", "--out", str(tmp_path / "cli")]) == 0
+        assert main(["run", str(fit_only), "--json", "--out", str(tmp_path / "cli")]) == 0
     printed = capsys.readouterr()
     # --json: the JSON object alone on stdout, the progress on stderr
     assert json.loads(printed.out)["questions"]["best"]["valid"] and "best: fit" in printed.err
@@ -129,6 +135,8 @@ def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp
     (("version = 1\n", ""), "analysis.toml: (top level)", "'version' is a required property"),
     (('release = ["mu_nu"]', 'release = ["mu_nu", "mu_tau"]'), "analysis.toml:15: parameters.release",
      "'mu_tau' is not a parameter"),
+    (('release = ["mu_nu"]', 'release = ["mu_nu", "bkg_scal"]'), "analysis.toml:15: parameters.release",
+     "'bkg_scal' is not a parameter of this model (did you mean 'bkg_scale'?)"),
     (("cl = 0.9", "cl = 90"), "analysis.toml:26: questions[1].cl", "90"),
     (("[data]", "[data\n"), "analysis.toml", "not valid TOML"),
 ])

@@ -403,3 +403,14 @@ def test_bad_response_and_peak_keys_are_named(tmp_path, change, where, what):
     with pytest.raises(InputError) as err:
         build_spec(load_spec(tmp_path / "a.toml"))
     assert where in str(err.value) and what in str(err.value), str(err.value)
+
+
+def test_a_template_of_the_wrong_length_names_the_templates_axis(tmp_path):
+    x_in = np.linspace(0.0, 12.0, 25)
+    np.savetxt(tmp_path / "radon.txt", np.ones(16))  # the observable's length, not the input axis's 24
+    np.savetxt(tmp_path / "counts.txt", np.zeros(16))
+    (tmp_path / "a.toml").write_text(FOLDED.format(input_edges=[float(v) for v in x_in],
+                                                   edges=[float(v) for v in EDGES[2:19]]))
+    with pytest.raises(InputError, match=r"model.templates\[0\].file: template 'radon': .*has 16 bins, the model has "
+                                         r"24 bins on the templates' axis"):
+        build_spec(load_spec(tmp_path / "a.toml"))

@@ -355,8 +355,9 @@ def _histogram(spec: dict, path, table: dict, edges: np.ndarray, what: str, inte
         _fail(spec, path + ["histogram"], f"{f} is not a ROOT file (.root): 'histogram' applies to ROOT files only")
     try:
         return read_counts(f, edges.size - 1, integer=integer)
-    except InputError as err:
-        _fail(spec, path + ["file"], f"{what}: {err}")
+    except InputError as err:  # a template lives on the templates' axis (input_edges where given)
+        _fail(spec, path + ["file"], f"{what}: " + (str(err) if integer else
+                                                     str(err).replace("observable bins", "bins on the templates' axis")))
 
 
 def _increasing(spec: dict, key: str) -> np.ndarray:
@@ -511,8 +512,9 @@ def build_spec(spec: dict):
     names = set(model.parameters.names)
     for name in p.get("release", []):
         if name not in names:
+            close = difflib.get_close_matches(name, list(names), n=1)
             _fail(spec, ["parameters", "release"], f"{name!r} is not a parameter of this model "
-                                                   f"(parameters: {', '.join(model.parameters.names)})")
+                  + (f"(did you mean {close[0]!r}?)" if close else f"(parameters: {', '.join(model.parameters.names)})"))
     for name in p.get("fix", {}):
         if name not in names:
             _fail(spec, ["parameters", "fix", name], f"{name!r} is not a parameter of this model")
@@ -906,10 +908,15 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
         _fail(spec, ["questions", names.index(dup[0]), "name"], f"two questions are named {dup[0]!r}")
     say(f"model: {spec['model']['kind']}")
     model, counts = build_spec(spec)
+    # which evaluation of the signals answers: the fast path bakes parameters in (model.baked)
+    path = "fast path" if any(p.name in ("sin2_theta12", "zprime_mass", "phi_mass") for p in model.baked) else \
+        "general evaluation"
+    if spec["model"]["kind"] in ("xenon", "scintillator"):
+        say(f"signals: {path}" + (f" (baked in: {', '.join(p.name for p in model.baked)})" if model.baked else ""))
     for i, q in enumerate(spec["questions"]):
         _check_question(spec, i, q, model)
     result = {"name": spec.get("name", Path(spec["_file"]).stem), "spec": spec["_file"], "questions": {},
-              "seconds": 0.0}
+              "baked": {p.name: p.value for p in model.baked}, "seconds": 0.0}
 
     def save():
         result["seconds"] = time.perf_counter() - t0
