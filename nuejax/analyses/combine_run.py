@@ -27,6 +27,7 @@ import numpy as np
 
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
 from ..model.combine import combine
+from ..model.fast import fast_model
 from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
@@ -62,6 +63,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     bx, bdata, calibration = borexino_phase3_model(progress=lambda m: say("      " + m))
     bx = ssm_constrained(bx)
     xe, xdata = xenonnt_sr0_model()
+    xe = fast_model(xe)  # as nuejax xenonnt: μ_ν and ε on the fast path (Borexino's model is on it already)
     shared = ("mu_nu", "eps_ee_L", "eps_ee_R")
     both = combine(bx, xe, labels=("borexino", "xenonnt"), shared=shared)
     data = {"borexino": np.asarray(bdata.counts), "xenonnt": np.asarray(xdata)}
