@@ -44,3 +44,25 @@ def test_other_errors_and_a_single_row_out_of_memory_are_raised():
         runner._launch(broken, rows, mesh, 2)
     with pytest.raises(RuntimeError, match="RESOURCE_EXHAUSTED"):
         runner._launch(_kernel(0, []), rows, mesh, 2)
+
+
+def test_the_rows_that_fit_are_remembered_in_the_cache_folder(tmp_path, monkeypatch):
+    """A later process starts at the launch size an earlier one fell back to (per device kind):
+    a file in the cache folder, the lower value kept when two processes write."""
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NUEJAX_CACHE", "1")
+    monkeypatch.setattr(runner, "_ROWS_THAT_FIT", {})
+    assert runner._remembered_rows(7, 3) is None
+    runner._remember_rows(7, 3, 4096)
+    monkeypatch.setattr(runner, "_ROWS_THAT_FIT", {})  # a new process: only the file is left
+    assert runner._remembered_rows(7, 3) == 4096 and runner._remembered_rows(7, 4) is None
+    runner._remember_rows(7, 3, 8192)  # another process that went through at more rows
+    monkeypatch.setattr(runner, "_ROWS_THAT_FIT", {})
+    assert runner._remembered_rows(7, 3) == 4096
+    (tmp_path / runner.ROWS_FILE).write_text("not json")  # an unreadable file is ignored
+    monkeypatch.setattr(runner, "_ROWS_THAT_FIT", {})
+    assert runner._remembered_rows(7, 3) is None
+    monkeypatch.setenv("NUEJAX_CACHE", "0")  # the cache switched off: nothing read or written
+    runner._remember_rows(5, 1, 64)
+    monkeypatch.setattr(runner, "_ROWS_THAT_FIT", {})
+    assert runner._remembered_rows(5, 1) is None

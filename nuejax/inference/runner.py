@@ -217,8 +217,58 @@ def _out_of_memory(err: Exception) -> bool:
 #: of memory, per (fitted parameters, starts per row): later runs of the process start there
 #: instead of rediscovering it. On an H100 each halving from 16384 toy fits of the xenon model
 #: (113 GiB asked) recompiled for minutes, once per construction of `nuejax xenonnt`
-#: (2026-11-27, benchmarks/NOTES.md).
+#: (2026-11-27, benchmarks/NOTES.md). Kept on disk too (:func:`_remembered_rows`), per device kind.
 _ROWS_THAT_FIT: dict = {}
+#: The file in the cache folder (nuejax.cache.cache_dir) that keeps :data:`_ROWS_THAT_FIT`
+#: between processes: {"<device kind>|<fitted parameters>|<starts per row>": rows per device}.
+ROWS_FILE = "launch_rows.json"
+
+
+def _rows_key(n_par: int, starts_per_row: int) -> str:
+    return f"{jax.devices()[0].device_kind}|{int(n_par)}|{int(starts_per_row)}"
+
+
+def _remembered_rows(n_par: int, starts_per_row: int) -> int | None:
+    """The rows per device that fit at the last out-of-memory fallback of this process, else of an
+    earlier process on the same kind of device (the cache folder's :data:`ROWS_FILE`; nothing
+    when the cache is off or the file is unreadable: then the launch finds it again)."""
+    from ..cache import cache_dir, cache_enabled
+
+    if (n_par, starts_per_row) in _ROWS_THAT_FIT:
+        return _ROWS_THAT_FIT[(n_par, starts_per_row)]
+    if not cache_enabled():
+        return None
+    try:
+        got = json.loads((cache_dir() / ROWS_FILE).read_text()).get(_rows_key(n_par, starts_per_row))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(got) if isinstance(got, int) and got >= 1 else None
+
+
+def _remember_rows(n_par: int, starts_per_row: int, rows: int) -> None:
+    """Record ``rows`` per device for this process and in the cache folder (read, update, atomic
+    replace: two processes may write at once; the lower value is kept, as both ran out above it)."""
+    from ..cache import cache_dir, cache_enabled
+
+    _ROWS_THAT_FIT[(n_par, starts_per_row)] = rows
+    if not cache_enabled():
+        return
+    path = cache_dir() / ROWS_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            table = json.loads(path.read_text())
+            table = table if isinstance(table, dict) else {}
+        except (OSError, ValueError):
+            table = {}
+        key = _rows_key(n_par, starts_per_row)
+        old = table.get(key)
+        table[key] = int(rows) if not isinstance(old, int) else min(int(old), int(rows))
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache: the process still keeps it
+        pass
 
 
 def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
@@ -267,7 +317,7 @@ def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: R
     devices = np.asarray(jax.devices())
     mesh = Mesh(devices, ("rows",))
     per = max(1, launch_size(1 << 30, None, n_par) // max(1, starts_per_row)) if jax.default_backend() == "cpu" \
-        else min(chunk, _ROWS_THAT_FIT.get((n_par, starts_per_row), chunk))
+        else min(chunk, _remembered_rows(n_par, starts_per_row) or chunk)
     results: dict[int, dict] = {}
     for k in range(n_chunks):
         rows_k = min(chunk, n - k * chunk)
@@ -277,7 +327,7 @@ def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: R
             asked = min(per, -(-chunk // devices.size))
             got, per = _launch(kernel, part, mesh, asked)
             if per < asked:
-                _ROWS_THAT_FIT[(n_par, starts_per_row)] = per
+                _remember_rows(n_par, starts_per_row, per)
             if store is not None:
                 store.save_chunk(k, got)
             if progress is not None:
