@@ -414,3 +414,20 @@ def test_a_template_of_the_wrong_length_names_the_templates_axis(tmp_path):
     with pytest.raises(InputError, match=r"model.templates\[0\].file: template 'radon': .*has 16 bins, the model has "
                                          r"24 bins on the templates' axis"):
         build_spec(load_spec(tmp_path / "a.toml"))
+
+
+def test_a_profile_names_the_points_whose_fit_did_not_converge(tmp_path):
+    """A profile fit cut short (max_iter = 1) is named in the answer (not_converged, a warning),
+    left out of the regions, and no RuntimeWarning reaches the user beside it."""
+    path, _ = _write(tmp_path, False)
+    text = path.read_text().replace("grid = {start = 0.0, stop = 3.0, num = 31}",
+                                    "grid = {start = 0.0, stop = 3.0, num = 31}\nmax_iter = 1")
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", NonIntegerCountsWarning)
+        prof = run_spec(path)["questions"]["mu_profile"]
+    values = np.asarray(prof["values"])
+    failed = np.asarray(prof["not_converged"])
+    assert failed.size == len(values) - prof["converged"] > 0
+    assert set(failed) <= set(values) and prof["warnings"] and "did not converge at mu = " in prof["warnings"][0]

@@ -27,6 +27,7 @@ import json
 import re
 import sys
 import time
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -855,19 +856,25 @@ def _answer(model, counts, q, best, out, resume, say) -> dict:
         levels = (two_sided_threshold(cl, 1), 1.0) if q["kind"] == "profile" else (one_sided_threshold(cl),)
         scan = refine_scan(model, counts, scan, levels, points=int(q["refine"]), global_fit=best, starts=starts, **kw)
         grid = np.asarray(scan.values)
+    # the points whose profile fit did not pass the KKT test: their Delta chi2 is an upper bound only
+    failed = [float(v) for v, c in zip(grid, np.asarray(scan.converged, dtype=bool)) if not c]
+    failed_warning = ([f"the profile fit did not converge at {q['poi']} = {', '.join(f'{v:g}' for v in failed)}: "
+                       "left out of the regions (Delta chi2 there is where the fit stopped); raise max_iter or starts"]
+                      if failed else [])
+    with warnings.catch_warnings():  # the answer names the points itself (not_converged, warnings)
+        warnings.filterwarnings("ignore", message=r"scan of .* profile fits did not converge", category=RuntimeWarning)
+        iv, ul = scan.interval(cl), scan.upper_limit(cl)
     if q["kind"] == "profile":
-        iv = scan.interval(cl)
         return {"kind": "profile", "poi": q["poi"], "cl": cl, "values": grid.tolist(),
                 "delta_chi2": np.asarray(scan.delta_chi2).tolist(), "regions": [list(r) for r in iv.regions],
                 "interval": [iv.lower, iv.upper], "convention": iv.convention,
-                "converged": int(np.sum(scan.converged))}
-    ul = scan.upper_limit(cl)
+                "converged": int(np.sum(scan.converged)), "not_converged": failed, "warnings": failed_warning}
     held = scan.at_bound_near(ul, model.parameters)
     return {"kind": "upper_limit", "poi": q["poi"], "cl": cl, "upper": None if ul is None else float(ul),
             "convention": scan.upper_limit_convention, "best": float(best.params[q["poi"]]),
-            "at_bound_at_limit": held,
+            "at_bound_at_limit": held, "not_converged": failed,
             "warnings": [f"at the limit, {n} sits on its {side} bound {getattr(model.parameters[n], side):g}: the limit "
-                         "depends on that bound" for n, side in held.items()]}
+                         "depends on that bound" for n, side in held.items()] + failed_warning}
 
 
 def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False,
