@@ -522,3 +522,27 @@ def test_a_scintillator_spec_with_new_physics_gives_the_model_built_in_python(tm
     point = dict(zprime_coupling=2e-6, eps_ee_R=0.2)
     a = float(model.nll(model.parameters.values(**point), counts))
     assert np.isfinite(a) and a == pytest.approx(float(direct.nll(direct.parameters.values(**point), counts)), rel=1e-12)
+
+
+def test_a_scintillator_data_file_of_the_wrong_length_fails_before_the_model_is_built(tmp_path, monkeypatch):
+    """The window fixes the bins: a data file of the wrong length is named before the slow build."""
+    import nuejax.model.borexino_like as bl
+
+    def never(**kw):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(bl, "borexino_like_model", never)
+    (tmp_path / "s.toml").write_text(textwrap.dedent("""\
+        version = 1
+        [model]
+        kind = "scintillator"
+        window = [200, 400]
+        [data]
+        file = "counts.txt"
+        [[questions]]
+        name = "best"
+        kind = "fit"
+        """))
+    np.savetxt(tmp_path / "counts.txt", np.ones(200))
+    with pytest.raises(InputError, match=r"s.toml:6: data.file: .*has 200 bins.*201.*window \[200, 400\], ends included"):
+        build_spec(load_spec(tmp_path / "s.toml"))

@@ -483,6 +483,13 @@ def build_spec(spec: dict):
     elif kind == "templates":
         model, packaged = _templates(spec, capacity), None
     elif kind == "scintillator":
+        if "file" in d and "histogram" not in d and Path(d["file"]).suffix != ".root":
+            # the bins are known before the (slow) build: a data file of the wrong length fails at once
+            lo, hi = spec["model"].get("window", (90, 950))
+            try:
+                read_counts(_file(spec, ["data", "file"], d["file"]), int(hi) - int(lo) + 1, integer=False)
+            except InputError as err:
+                _fail(spec, ["data", "file"], f"{err} (one count per N_p bin of the window [{lo:g}, {hi:g}], ends included)")
         model, packaged = _scintillator(spec), None
     else:
         model, packaged = _borexino(spec)
