@@ -18,7 +18,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..inference import DEFAULT_STARTS, goodness_of_fit, newton_fit, profile_scan, profile_scan_2d
+from ..inference import (DEFAULT_STARTS, goodness_of_fit, newton_fit, one_sided_threshold, profile_scan, profile_scan_2d,
+                         refine_scan)
 from ..io.borexino import packaged_borexino_cno_profile
 from .borexino import PUBLISHED_CNO, Phase3Choices, borexino_phase3_model, sm_rates, ssm_constrained
 
@@ -28,6 +29,9 @@ __all__ = ["CNO_POINTS", "run_borexino"]
 CNO_POINTS = (4.0, 5.0, 8.6, 10.0)
 CNO_GRID = np.unique(np.concatenate([np.arange(0.0, 16.01, 0.5), CNO_POINTS]))
 MU_GRID = np.linspace(0.0, 12.0, 13)
+#: profile points added inside the grid step where the μ_ν profile crosses the one-sided 90 % CL
+#: threshold (refine_scan): the limit is read off steps of 0.1, not of the grid's 1.0
+MU_REFINE = 9
 EPS_L_GRID = np.linspace(-1.8, 0.6, 25)
 EPS_R_GRID = np.linspace(-1.2, 0.8, 21)
 #: the 2-D grid resolves the two narrow epsilon^L branches (around 0 and around -2 g_L = -1.46)
@@ -91,6 +95,8 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     m_mu = _release(m_ssm, "mu_nu")
     fit_mu = newton_fit(m_mu, counts, one_sided=False, starts=starts)
     mu_scan = profile_scan(m_mu, counts, "mu_nu", MU_GRID, global_fit=fit_mu, n_iter=SCAN_ITER, starts=starts)
+    mu_scan = refine_scan(m_mu, counts, mu_scan, (one_sided_threshold(0.9),), points=MU_REFINE, global_fit=fit_mu,
+                          n_iter=SCAN_ITER, starts=starts)
     mu_ul = mu_scan.upper_limit(0.9)
     mu_held = mu_scan.at_bound_near(mu_ul, m_mu.parameters)  # a limit set where a rate sits at zero depends on it
     say(f"      mu_nu best {float(fit_mu.params['mu_nu']):.3g}, 90% CL upper limit "
