@@ -187,26 +187,16 @@ def _physics(spec: dict) -> dict:
     (as :func:`~nuejax.model.borexino_like.borexino_like_model` takes them), checked here so that
     an error names the key."""
     from ..model.borexino_like import check_general_options
-    from ..model.flavour import GENERAL_NSI_NAMES
 
     ph = spec["model"].get("physics", {})
-    nsi = ph.get("nsi")
-    if isinstance(nsi, list):
-        for name in nsi:
-            if name not in GENERAL_NSI_NAMES:
-                close = difflib.get_close_matches(name, GENERAL_NSI_NAMES, n=1)
-                _fail(spec, ["model", "physics", "nsi"], f"{name!r} is not an NSI parameter"
-                      + (f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(GENERAL_NSI_NAMES)})"))
-        nsi = tuple(nsi)
     if "latitude" in ph and ph.get("day_night", "day") == "day":
         _fail(spec, ["model", "physics", "latitude"], "the latitude sets the Earth crossing at night: it needs "
                                                       "day_night = 'night' or 'average'")
-    kw = dict(nsi=nsi, mediators=tuple(ph.get("mediators", ())), propagation_nsi=bool(ph.get("propagation_nsi", False)),
-              day_night=ph.get("day_night"))
-    if "latitude" in ph:
-        kw["latitude"] = ph["latitude"]
+    # only the keys the table gives (the builders' defaults hold otherwise); NSI names and mediators
+    # are checked by the schema
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in ph.items()}
     try:
-        check_general_options(kw["nsi"], kw["mediators"], kw["day_night"], kw.get("latitude", "borexino"))
+        check_general_options(kw.get("nsi"), kw.get("mediators", ()), kw.get("day_night"), kw.get("latitude", "borexino"))
     except InputError as err:
         _fail(spec, ["model", "physics"], str(err))
     return kw
@@ -218,7 +208,7 @@ def _scintillator(spec: dict):
     from ..model.borexino_like import borexino_like_model
 
     m = spec["model"]
-    kw = {k: v for k, v in _physics(spec).items() if v not in (None, (), False)}
+    kw = _physics(spec)
     if "exposure_day_100t" in m:
         kw["exposure"] = float(m["exposure_day_100t"])
     if "window" in m:
@@ -269,7 +259,7 @@ def _xenon(spec: dict, capacity=None):
             kw[key] = tuple(m[key]) if key == "resolution" else m[key]
     if "signals" in m:
         kw["signals"] = tuple(m["signals"])
-    kw.update({k: v for k, v in _physics(spec).items() if v not in (None, (), False)})
+    kw.update(_physics(spec))
     if capacity is not None:  # event data: the bins are the fine bins of the density
         kw.update(unbinned=True, capacity=capacity, sub=1)
     try:
@@ -373,7 +363,7 @@ def _templates(spec: dict, capacity=None):
     """A binned template model from files (nuejax.model.template_model): one normalisation
     parameter per template, optional Gaussian or log-normal auxiliary measurements, shape
     variations and Monte Carlo statistical uncertainties (nuejax.model.variations)."""
-    from ..model import Parameter, ParameterSet, mc_stat_parameters, shape_variation_stage, template_model
+    from ..model import ParameterSet, mc_stat_parameters, shape_variation_stage, template_model
     from ..model.constraints import LogNormalConstraint
     from ..model.likelihood import UnbinnedPoisson
 
@@ -394,11 +384,8 @@ def _templates(spec: dict, capacity=None):
         owner[name] = t["name"]
         if "gaussian" in t and "lognormal" in t:
             _fail(spec, where, "give one of 'gaussian' or 'lognormal', not both")
-        lo, hi = float(t.get("lower", 0.0)), float(t.get("upper", np.inf))
-        value = float(t.get("value", 1.0))
-        if not lo <= value <= hi:
-            _fail(spec, where, f"value {value:g} of {name!r} lies outside its bounds [{lo:g}, {hi:g}]")
-        if "lognormal" in t and lo < 0:
+        norm = _parameter(spec, where, name, {"value": 1.0, "lower": 0.0, **t}, f"normalisation of template {t['name']!r}")
+        if "lognormal" in t and norm.lower < 0:
             _fail(spec, where + ["lognormal"], f"a log-normal measurement needs {name!r} > 0: give lower > 0")
         counts = _histogram(spec, where, t, in_edges, f"template {t['name']!r}")
         rows.append(counts)
@@ -411,10 +398,7 @@ def _templates(spec: dict, capacity=None):
             variations.append((name, v["parameter"], _histogram(spec, at + ["up"], v["up"], in_edges, "up"),
                                _histogram(spec, at + ["down"], v["down"], in_edges, "down")))
             var_at[v["parameter"]] = at
-        g = t.get("gaussian")
-        params.append(Parameter(name, value, lo, hi, fixed=bool(t.get("fixed", False)),
-                                constraint=None if g is None else (float(g["centre"]), float(g["sigma"])),
-                                doc=f"normalisation of template {t['name']!r}"))
+        params.append(norm)
         if "lognormal" in t:
             terms.append(LogNormalConstraint.create(name, float(t["lognormal"]["median"]),
                                                     float(t["lognormal"]["sigma_ln"])))
@@ -485,7 +469,9 @@ def build_spec(spec: dict):
     elif kind == "scintillator":
         if "file" in d and "histogram" not in d and Path(d["file"]).suffix != ".root":
             # the bins are known before the (slow) build: a data file of the wrong length fails at once
-            lo, hi = spec["model"].get("window", (90, 950))
+            from ..model.borexino_like import DEFAULT_WINDOW
+
+            lo, hi = spec["model"].get("window", DEFAULT_WINDOW)
             try:
                 read_counts(_file(spec, ["data", "file"], d["file"]), int(hi) - int(lo) + 1, integer=False)
             except InputError as err:
@@ -922,10 +908,10 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
         _fail(spec, ["questions", names.index(dup[0]), "name"], f"two questions are named {dup[0]!r}")
     say(f"model: {spec['model']['kind']}")
     model, counts = build_spec(spec)
-    # which evaluation of the signals answers: the fast path bakes parameters in (model.baked)
-    path = "fast path" if any(p.name in ("sin2_theta12", "zprime_mass", "phi_mass") for p in model.baked) else \
-        "general evaluation"
-    if spec["model"]["kind"] in ("xenon", "scintillator"):
+    if spec["model"]["kind"] in ("xenon", "scintillator"):  # which evaluation of the signals answers
+        from ..model.signals import SolarSignals
+
+        path = "general evaluation" if model.stage(SolarSignals) is not None else "fast path"
         say(f"signals: {path}" + (f" (baked in: {', '.join(p.name for p in model.baked)})" if model.baked else ""))
     for i, q in enumerate(spec["questions"]):
         _check_question(spec, i, q, model)

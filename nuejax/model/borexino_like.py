@@ -40,7 +40,7 @@ from .pipeline import Model
 from .signals import SignalComponent, SolarSignals
 from .stages import AddTemplates, Exposure
 
-__all__ = ["DEFAULT_NORMS", "DEFAULT_BACKGROUND_RATES", "EXPOSURE_DAY_100T", "check_general_options", "general_case_fields",
+__all__ = ["DEFAULT_NORMS", "DEFAULT_BACKGROUND_RATES", "DEFAULT_WINDOW", "EXPOSURE_DAY_100T", "check_general_options", "general_case_fields",
            "signal_component",
            "default_parameters", "borexino_like_model"]
 
@@ -51,6 +51,8 @@ DEFAULT_NORMS = {"pp": "norm_pp", "pep": "norm_pep", "hep": "norm_hep", "7Be_862
 DEFAULT_BACKGROUND_RATES = {"14C": 3.456e6, "210Bi": 17.5, "85Kr": 6.8, "210Po": 260.0, "11C": 26.8,
                             "ext_40K": 1.0, "ext_214Bi": 1.9, "ext_208Tl": 3.3}
 EXPOSURE_DAY_100T = 1431.6 * 0.713
+#: the lowest and highest N_p bin centre of the default model's observable window (unit bins)
+DEFAULT_WINDOW = (90, 950)
 #: B16-GS98 fractional 1-sigma flux uncertainties (Vinyoles et al. 2017, `fluxes_b16.dat`), used as
 #: Gaussian constraints on the flux normalisations; CNO takes the 15O value (the largest CNO flux).
 FLUX_CONSTRAINTS = {"norm_pp": 0.006, "norm_pep": 0.010, "norm_hep": 0.30, "norm_7Be": 0.06, "norm_8B": 0.12,
@@ -219,7 +221,7 @@ def _check_build_inputs(n_T, window, exposure, signals, backgrounds, norms, prog
     return n_T, (lo, hi), exposure, signals, backgrounds
 
 
-def borexino_like_model(*, n_T: int = 2000, window=(90, 950), exposure: float = EXPOSURE_DAY_100T,
+def borexino_like_model(*, n_T: int = 2000, window=DEFAULT_WINDOW, exposure: float = EXPOSURE_DAY_100T,
                         solar_model: str = "gs98", radiative: bool = True, response: ResponseParams = ResponseParams(),
                         signals=SUBCOMPONENT_NAMES, backgrounds=tuple(DEFAULT_BACKGROUND_RATES), norms=DEFAULT_NORMS,
                         n_E: int = 1000, dtype=None, progress: Callable[[str], object] | None = None,
