@@ -546,3 +546,19 @@ def test_a_scintillator_data_file_of_the_wrong_length_fails_before_the_model_is_
     np.savetxt(tmp_path / "counts.txt", np.ones(200))
     with pytest.raises(InputError, match=r"s.toml:6: data.file: .*has 200 bins.*201.*window \[200, 400\], ends included"):
         build_spec(load_spec(tmp_path / "s.toml"))
+
+
+def test_a_latitude_of_zero_reaches_the_model(tmp_path):
+    """latitude = 0 (the equator) is a latitude, not a missing one: the night-time state differs from
+    the default's (an earlier filter of falsy values dropped it)."""
+    def nll_at(latitude):
+        physics = PHYSICS.replace('latitude = "xenonnt"', f"latitude = {latitude}")
+        spec = SPEC.replace("[data]", physics + "\n[data]", 1).replace('background_file = "background.txt"\n',
+                                                                        'background_file = "background.txt"\n' + LINES)
+        folder = tmp_path / str(latitude)
+        folder.mkdir()
+        model, _ = build_spec(load_spec(_experiment(folder, spec)))
+        return float(model.nll(model.parameters.values(), np.arange(len(EDGES) - 1, dtype=float) + 3.0))
+
+    equator, lngs = nll_at(0.0), nll_at(42.45)
+    assert np.isfinite(equator) and equator != pytest.approx(lngs, rel=1e-9, abs=0.0)
