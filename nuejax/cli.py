@@ -3,7 +3,7 @@
 The CLI opts in to float64 explicitly (``nuejax.enable_x64()``) before building anything, and
 switches on JAX's persistent compilation cache in the package's cache folder
 (:func:`nuejax.cache.enable_compilation_cache`; ``NUEJAX_COMPILATION_CACHE=0`` keeps it off);
-on GPUs it switches XLA's Triton GEMMs off (:data:`GPU_XLA_FLAG`).
+on GPUs it switches XLA's Triton GEMMs and its autotuner off (:data:`GPU_XLA_FLAGS`).
 Every numeric option must be finite; commands that write files write them into ``nuejax_output/``
 of the current folder unless ``--out DIR`` (alias ``--outdir``) says otherwise. The magnetic
 moment ``--mu-nu`` is in units of 1e-11 Bohr magnetons, like everywhere in nuejax.
@@ -696,19 +696,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: XLA flag the commands add on GPUs: with XLA's Triton GEMMs on, compiling the xenon model's profile
-#: scans failed on an H100 ("INTERNAL: No candidates could be compiled": the float64 Triton GEMM
-#: autotuner, on the response's Hessian contraction; JAX 0.11.2, 2026-11-26), so `nuejax xenonnt`
-#: and `nuejax combine` stopped there; cuBLAS does these contractions instead.
-GPU_XLA_FLAG = "--xla_gpu_enable_triton_gemm=false"
+#: XLA flags the commands add on GPUs (each unless the user set it, either value):
+#:
+#: * ``--xla_gpu_enable_triton_gemm=false``: with XLA's Triton GEMMs on, compiling the xenon
+#:   model's profile scans failed on an H100 ("INTERNAL: No candidates could be compiled": the
+#:   float64 Triton GEMM autotuner, on the response's Hessian contraction; JAX 0.11.2, 2026-11-26),
+#:   so `nuejax xenonnt` and `nuejax combine` stopped there; cuBLAS does these contractions instead.
+#: * ``--xla_gpu_autotune_level=0``: XLA's autotuner timed every candidate kernel of the large
+#:   batched toy-fit programs: compiling `nuejax xenonnt`'s toy fits took 120 s for 2048 rows
+#:   (107 s for 16384), 7.6 s without it, and the launch ran in 0.76 s instead of 0.73 s (one
+#:   H100, JAX 0.11.2, 2026-11-27, ``benchmarks/probes/toy_kernel_compile_probe.py``). A command's
+#:   first run is mostly compilation; the 5 % it may cost a launch is the smaller bill.
+GPU_XLA_FLAGS = ("--xla_gpu_enable_triton_gemm=false", "--xla_gpu_autotune_level=0")
 
 
 def _gpu_xla_flags() -> None:
-    """Add :data:`GPU_XLA_FLAG` to ``XLA_FLAGS`` unless the user set that flag (either value);
-    before JAX starts its backends, which read the variable once. On the CPU it has no effect."""
+    """Add each of :data:`GPU_XLA_FLAGS` to ``XLA_FLAGS`` unless the user set that flag (either
+    value); before JAX starts its backends, which read the variable once. On the CPU they have no
+    effect."""
     flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_gpu_enable_triton_gemm" not in flags:
-        os.environ["XLA_FLAGS"] = (flags + " " + GPU_XLA_FLAG).strip()
+    for flag in GPU_XLA_FLAGS:
+        if flag.split("=")[0] not in flags:
+            flags = (flags + " " + flag).strip()
+    os.environ["XLA_FLAGS"] = flags
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,7 @@
 """`nuejax rates`: JSON contract, options, errors, and the SM rates against the literature."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -153,3 +154,16 @@ def test_mu_nu_help_states_the_unit(capsys):
     with pytest.raises(SystemExit):
         main(["rates", "--help"])
     assert "units of 1e-11 Bohr magnetons" in " ".join(capsys.readouterr().out.split())
+
+
+def test_gpu_xla_flags_are_added_unless_the_user_set_them(monkeypatch):
+    from nuejax import cli
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/x")
+    cli._gpu_xla_flags()
+    flags = os.environ["XLA_FLAGS"].split()
+    assert "--xla_gpu_autotune_level=4" in flags and "--xla_gpu_autotune_level=0" not in flags
+    assert "--xla_gpu_enable_triton_gemm=false" in flags and "--xla_dump_to=/tmp/x" in flags
+    monkeypatch.delenv("XLA_FLAGS")
+    cli._gpu_xla_flags()
+    assert os.environ["XLA_FLAGS"].split() == list(cli.GPU_XLA_FLAGS)

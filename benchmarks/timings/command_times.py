@@ -42,12 +42,16 @@ def _device() -> dict:
     return info
 
 
-def _run(command: str, extra: list, env: dict, out_dir: Path) -> dict:
+def _run(command: str, extra: list, env: dict, out_dir: Path, timeout: float | None = None) -> dict:
     cmd = [sys.executable, "-m", "nuejax", command, "--json", "--out", str(out_dir)] + extra
     if command in NO_PLOTS:
         cmd.append("--no-plots")
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    try:  # on a timeout subprocess.run kills the command's process (no leftover run on the device)
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"command": " ".join(["nuejax"] + cmd[3:]), "wall_s": None, "rc": None,
+                "timed_out_after_s": timeout}
     wall = time.perf_counter() - t0
     rec = {"command": " ".join(["nuejax"] + cmd[3:]), "wall_s": wall, "rc": p.returncode,
            "load_average_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
@@ -55,7 +59,10 @@ def _run(command: str, extra: list, env: dict, out_dir: Path) -> dict:
         rec["stderr_tail"] = p.stderr[-2000:]
         return rec
     try:
-        rec["seconds"] = json.loads(p.stdout.strip().splitlines()[-1]).get("seconds")
+        summary = json.loads(p.stdout.strip().splitlines()[-1])
+        rec["seconds"] = summary.get("seconds")
+        if summary.get("phase_start_seconds"):  # when each stage began (nuejax xenonnt)
+            rec["phase_start_seconds"] = summary["phase_start_seconds"]
     except (json.JSONDecodeError, IndexError, AttributeError):
         rec["seconds"] = None
     return rec
@@ -68,6 +75,7 @@ def main(argv=None):
     ap.add_argument("--out", required=True, help="JSON list the records are appended to")
     ap.add_argument("--runs", default="first,warm,warm_no_compilation_cache")
     ap.add_argument("--extra", default="", help="extra arguments for every command (one string)")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds a run may take before it is killed")
     a = ap.parse_args(argv)
     cache = Path(a.cache)
     out = Path(a.out)
@@ -84,7 +92,7 @@ def main(argv=None):
                 env["NUEJAX_COMPILATION_CACHE"] = "0"
             elif run != "warm":
                 raise SystemExit(f"--runs: unknown run {run!r} (first, warm, warm_no_compilation_cache)")
-            rec = dict(_run(command, a.extra.split(), env, work), run=run,
+            rec = dict(_run(command, a.extra.split(), env, work, a.timeout), run=run,
                        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **dev)
             print(json.dumps(rec), flush=True)
             records.append(rec)

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fitting import objective, value_grad_hessian
+from .fitting import linear_mask, objective, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
@@ -111,9 +111,12 @@ def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resample, part
     pr = dataclasses.replace(problem, data=counts, aux_flat=aux)
     pins = Pins(pin_mask, pin_values)
 
+    # the Poisson route to the Hessian where the model declares its linear parameters (as _solve)
+    vgh = value_grad_hessian if linear_mask(pr.model, pr.names) is not None else None
+
     def fit(x):
         r = minimize_bounded(objective, jnp.where(pin_mask, pin_values, x), (pr, pins), pr.lower, pr.upper,
-                             max_iter=max_iter, edm_tol=edm_tol, pinned=pin_mask)
+                             max_iter=max_iter, edm_tol=edm_tol, pinned=pin_mask, vgh=vgh)
         return r.fun - pin_penalty(r.x, pins), r.x, r.converged, r.status
 
     return _fit_from(fit, x0)
