@@ -217,6 +217,11 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
             break
         # a point without a (converged) neighbour in some direction starts there from its own end point
         x_nb = np.where((nb >= 0)[..., None], res.x[np.clip(nb, 0, None)], res.x[:, None, :])
+        # each start as two equal candidates: the shape of the first pass's starts (n, B, 2, D),
+        # so that where there are as many branches as neighbours (a 1-D scan through two minima)
+        # both passes run one compiled program (a compilation and a tracing fewer; the solver
+        # starts from the lower candidate, so the fits are the same)
+        x_nb = np.stack([x_nb, x_nb], axis=-2)
         new = batched_solve(multi, pins, wide, x_nb, chunk, None, label, n_starts=nb.shape[1])
         new = best_of_starts(type(new)(*(np.asarray(a) for a in new)), axis=1)[0]
         better = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun - 1e-6) | ~ok)
