@@ -243,9 +243,10 @@ def migrate(x, u0, u1, sigma, out_edges):
     The same numbers as the product, with derivatives that never form the matrix's tangent: the
     tangent is :math:`\dot x M + \sum_a (x\,\dot v_a) G_a` (:math:`v = (u_0, u_1, \sigma)`,
     :math:`G` as in :func:`migration_matrix`), one contraction however many directions a batched
-    derivative carries. A Hessian over ``d`` parameters by forward-over-reverse autodiff then holds
-    M, G and H once instead of ``d`` tangent matrices of (n_in, n_out) (the XENONnT toy fits,
-    9 parameters on 462 x 290 bins: 17.7 MiB per fit before, ``benchmarks/NOTES.md``).
+    derivative carries (the Jacobian of a batched Hessian, :func:`~nuejax.inference.fitting.value_grad_hessian`,
+    no longer forms ``d`` tangent matrices of (n_in, n_out): the XENONnT toy fits, 9 parameters on
+    462 x 74 bins, held 9.1 MB of temporaries per fit through the matrix product and 7.5 MB through
+    this, on 2 CPU cores; ``benchmarks/NOTES.md``).
     """
     return x @ _matrix_terms(u0, u1, sigma, out_edges, 0)[0]
 
@@ -331,22 +332,23 @@ class ResponseTransform:
             out[t] = p[n]
         return out
 
-    def matrix(self, p) -> jax.Array:
-        """(n_in, n_out) bin-migration matrix at ``p``."""
+    def mapped_edges_and_sigma(self, p) -> tuple:
+        """The mapped input edges u (n_in + 1,) and the extra widths σ (n_in,) at ``p``, evaluated
+        at the mapped bin centres (module docstring): what every form of the transform reads."""
         t = self.terms(p)
         u = energy_map(self.in_edges, t["scale"], t["offset"], t["nonlin"], self.e_ref)
-        sigma = resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"], self.resolution_form)
+        return u, resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"], self.resolution_form)
+
+    def matrix(self, p) -> jax.Array:
+        """(n_in, n_out) bin-migration matrix at ``p``."""
+        u, sigma = self.mapped_edges_and_sigma(p)
         return migration_matrix(u[:-1], u[1:], sigma, self.out_edges)
 
     def reference_matrix(self, p) -> jax.Array:
         """:meth:`matrix` through plain autodiff of :func:`transform_matrix` (the tests' reference)."""
-        t = self.terms(p)
-        u = energy_map(self.in_edges, t["scale"], t["offset"], t["nonlin"], self.e_ref)
-        sigma = resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"], self.resolution_form)
+        u, sigma = self.mapped_edges_and_sigma(p)
         return transform_matrix(self.in_edges, self.out_edges, u, sigma)
 
     def __call__(self, p, x):
-        t = self.terms(p)
-        u = energy_map(self.in_edges, t["scale"], t["offset"], t["nonlin"], self.e_ref)
-        sigma = resolution_sigma(0.5 * (u[1:] + u[:-1]), t["res_a"], t["res_b"], t["res_c"], self.resolution_form)
+        u, sigma = self.mapped_edges_and_sigma(p)
         return migrate(x, u[:-1], u[1:], sigma, self.out_edges)

@@ -30,7 +30,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
 
 __all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_point_report", "launch_size",
            "make_fit_result", "multistart", "newton_fit", "objective", "one_sided_errors", "profile_starts",
-           "solve_batch", "value_grad_hess", "value_grad_hessian"]
+           "solve_batch", "value_grad_hess", "value_grad_hessian", "hessian_route"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
@@ -130,8 +130,15 @@ def value_grad_hessian(x, args):
     return poisson_nll(mu, n) + vc, J.T @ r + gc, 0.5 * (H + H.T)
 
 
+def hessian_route(problem):
+    """:func:`value_grad_hessian` where the problem's model declares linear parameters among the
+    fitted ones (the Poisson route), else None (the solver differentiates -2 ln L twice). Static:
+    decided while tracing, from the model's static fields."""
+    return value_grad_hessian if linear_mask(problem.model, problem.names) is not None else None
+
+
 def _solve(problem, fixed, x0, *, max_iter, edm_tol):
-    vgh = value_grad_hessian if linear_mask(problem.model, problem.names) is not None else None
+    vgh = hessian_route(problem)
     args = (problem, fixed)
     lo, hi = problem.lower, problem.upper
     pins = fixed if isinstance(fixed, Pins) else None

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fitting import linear_mask, objective, value_grad_hessian
+from .fitting import hessian_route, objective, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
@@ -111,8 +111,7 @@ def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resample, part
     pr = dataclasses.replace(problem, data=counts, aux_flat=aux)
     pins = Pins(pin_mask, pin_values)
 
-    # the Poisson route to the Hessian where the model declares its linear parameters (as _solve)
-    vgh = value_grad_hessian if linear_mask(pr.model, pr.names) is not None else None
+    vgh = hessian_route(pr)  # the Poisson route where the model declares linear parameters, as the fits to data
 
     def fit(x):
         r = minimize_bounded(objective, jnp.where(pin_mask, pin_values, x), (pr, pins), pr.lower, pr.upper,
