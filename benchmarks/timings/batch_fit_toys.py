@@ -1,12 +1,14 @@
 """Time ``batch_fit`` on Poisson toys of the full default model, on whatever device JAX uses.
 
 Toys drawn at the defaults of ``borexino_like_model()`` with mu_nu released (it can sit on its
-zero bound), fitted in one launch by the bound-constrained Newton solver, fast path. Writes the
+zero bound), fitted by the bound-constrained Newton solver, fast path, in launches of the
+package's default size (``--chunk N``: N rows per launch). Writes the
 time (with and without compilation), how many toys are converged, the device, and with ``--npz``
 the toys and their fitted -2 ln L, so that another device (or ``--check``) can refit the same
 toys and compare.
 
-Run: python benchmarks/timings/batch_fit_toys.py [--n-toys 1000] [--n-T 300] [--json out.json] [--npz toys.npz]
+Run: python benchmarks/timings/batch_fit_toys.py [--n-toys 1000] [--n-T 300] [--chunk N] [--json out.json]
+                                                  [--npz toys.npz]
      python benchmarks/timings/batch_fit_toys.py --check toys.npz   # refit those toys here, compare -2 ln L
 """
 
@@ -30,6 +32,7 @@ def main(argv=None):
     ap.add_argument("--starts", type=int, default=1,
                     help="multi-start design size (default 1: the timings in docs/benchmarks.md are of one start)")
     ap.add_argument("--check", default=None, help="refit the toys of this .npz here and compare")
+    ap.add_argument("--chunk", type=int, default=None, help="rows per launch (default: the package's)")
     a = ap.parse_args(argv)
 
     import jax
@@ -56,13 +59,13 @@ def main(argv=None):
     t_build = time.perf_counter() - t0
     toys = fm.pseudo_data(jax.random.PRNGKey(a.seed), fm.parameters.values(), n_toys=a.n_toys)
     t0 = time.perf_counter()
-    b = batch_fit(fm, toys, starts=a.starts)
+    b = batch_fit(fm, toys, starts=a.starts, chunk=a.chunk)
     t_first = time.perf_counter() - t0
     t0 = time.perf_counter()
-    b = batch_fit(fm, toys, starts=a.starts)
+    b = batch_fit(fm, toys, starts=a.starts, chunk=a.chunk)
     t_run = time.perf_counter() - t0
     on_bound = sum(any(b.at_lower[n][i] or b.at_upper[n][i] for n in b.names) for i in range(a.n_toys))
-    out = dict(n_toys=a.n_toys, n_T=a.n_T, seed=a.seed, n_free=len(b.names), build_s=t_build,
+    out = dict(n_toys=a.n_toys, n_T=a.n_T, seed=a.seed, chunk=a.chunk, n_free=len(b.names), build_s=t_build,
                seconds=t_run, seconds_with_compile=t_first, fits_per_s=a.n_toys / t_run,
                converged=int(b.converged.sum()), toys_with_a_parameter_on_a_bound=int(on_bound),
                median_iterations=float(np.median(b.n_iter)), max_iterations=int(np.max(b.n_iter)),

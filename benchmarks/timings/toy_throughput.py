@@ -69,7 +69,7 @@ def main():
     key = jax.random.PRNGKey(0)
     mesh = Mesh(np.asarray(devs), ("rows",))
     shard = NamedSharding(mesh, PartitionSpec("rows"))
-    per = launch_size(1 << 30, None, len(names)) * len(devs) // n_starts if cpu else rows // n_starts
+    per = launch_size(1 << 30, None) * len(devs) // n_starts if cpu else rows // n_starts
     per = max(len(devs), per - per % len(devs))
     per = min(per, rows)
 

@@ -163,7 +163,7 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
     config = dict(config)
     if n_rows >= 2**32:
         raise InputError(f"{n_rows} toys in one run: toy indices are 32-bit; split the grid into runs of < 2^32 toys")
-    config["chunk"] = int(chunk) if chunk is not None else default_chunk(n_fit)
+    config["chunk"] = int(chunk) if chunk is not None else default_chunk()
     config.update(n_rows=int(n_rows), n_chunks=-(-int(n_rows) // config["chunk"]))
     # processes of one job array share a folder: a slice may find the others' manifest there
     store = RunStore(out, config, resume=resume or shard[1] > 1)

@@ -46,7 +46,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
     x_true = np.array([float(truth[n]) for n in names_fit])
     poi_true = x_true[:len(pr.poi)]
     n_fit = len(names_fit)
-    chunk = chunk or default_chunk(n_fit)
+    chunk = chunk or default_chunk()
 
     def run(gen_x, test, index, run_key, label):
         parts = draw_parts(pr.full, gen_x)

@@ -35,24 +35,22 @@ __all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_poi
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
 
-#: Rows per launch of the batched solver on the CPU backend when no ``chunk`` is given: at most
-#: CPU_CHUNK, and at most CPU_HESSIAN_ENTRIES / n_par² rows (batched Hessians of at most 25 000
-#: numbers). On large launches XLA:CPU's multi-threaded runtime can hang: every worker idle, the
-#: result never ready (1000 toys with 14 parameters in one launch; 500 finished). The stand-alone
-#: benchmarks/repro/xla_cpu_hang_repro.py (batched eigh and Cholesky in one loop) hangs from about
-#: 40 000 entries (220 x 14², 60 x 25²) and finished at 39 000 and 25 000; the limits keep below
-#: both. A heuristic from these measurements, not a bound: docs/inference.md, "Known issue".
+#: Rows per launch of the batched solver on the CPU backend when no ``chunk`` is given. A launch
+#: runs until its slowest fit ends, so smaller launches waste less: 1000 toys of the default model's
+#: fast path (μ_ν released, 2 cores) took 4.4 s in launches of 128, 5.3 s of 256 and 5.8 s in one
+#: launch, after compilation (benchmarks/NOTES.md). Not a guard against the XLA:CPU hang of
+#: benchmarks/repro/xla_cpu_hang_repro.py: the solver's LAPACK calls depend on one another, which
+#: that hang needs them not to (tests/test_no_hang.py; docs/inference.md, "Known issue").
 CPU_CHUNK = 128
-CPU_HESSIAN_ENTRIES = 25_000
 
 
-def launch_size(n: int, chunk: int | None, n_par: int = 1) -> int:
-    """Rows per launch: ``chunk`` if given, else all ``n`` (on the CPU, see :data:`CPU_CHUNK`)."""
+def launch_size(n: int, chunk: int | None) -> int:
+    """Rows per launch: ``chunk`` if given, else all ``n`` (on the CPU at most :data:`CPU_CHUNK`)."""
     if chunk is not None:
         return max(1, int(chunk))
     if jax.default_backend() != "cpu":
         return max(1, n)
-    return max(1, min(n, CPU_CHUNK, CPU_HESSIAN_ENTRIES // max(1, n_par) ** 2))
+    return max(1, min(n, CPU_CHUNK))
 
 
 # -- compiled solvers -----------------------------------------------------------------------------
@@ -214,8 +212,7 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
 def _batch_step(problem, n_starts: int, chunk) -> int:
     """Data sets per launch of :func:`solve_batch` (every start counts as a row of :func:`launch_size`)."""
     n = problem.data.shape[0]
-    return max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts, len(problem.names))
-               // n_starts)
+    return max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts) // n_starts)
 
 
 def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
@@ -513,7 +510,7 @@ def batch_fit(model, data, init: Mapping | None = None, names=None, *, aux=None,
     bound-constrained Newton solver over rows and the starts of a multi-start design (``starts``,
     :mod:`~nuejax.inference.starts`; each row takes the lowest end point that passes the KKT test)
     (``chunk`` splits it into launches of that many rows; on the CPU the default is
-    :data:`CPU_CHUNK`, see its note).
+    :data:`CPU_CHUNK`).
 
     ``init`` sets starting values (scalars, or arrays of shape (n,) for fitted parameters: each
     row's default start) and the values of fixed parameters; ``names`` chooses the fitted

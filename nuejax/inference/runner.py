@@ -201,11 +201,11 @@ def _atomic_savez(path: Path, arrays: dict) -> None:
 
 
 # -- execution --------------------------------------------------------------------------------------------
-def default_chunk(n_par: int) -> int:
+def default_chunk() -> int:
     """Rows per chunk (per stored file): 64 launches' worth on the CPU (:func:`launch_size`),
     16384 on an accelerator, times the number of local devices."""
     n_dev = len(jax.devices())
-    per = launch_size(1 << 30, None, n_par) if jax.default_backend() == "cpu" else 16384
+    per = launch_size(1 << 30, None) if jax.default_backend() == "cpu" else 16384
     return int(per * (64 if jax.default_backend() == "cpu" else 1) * n_dev)
 
 
@@ -316,7 +316,7 @@ def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: R
     i_shard, n_shard = shard
     devices = np.asarray(jax.devices())
     mesh = Mesh(devices, ("rows",))
-    per = max(1, launch_size(1 << 30, None, n_par) // max(1, starts_per_row)) if jax.default_backend() == "cpu" \
+    per = max(1, launch_size(1 << 30, None) // max(1, starts_per_row)) if jax.default_backend() == "cpu" \
         else min(chunk, _remembered_rows(n_par, starts_per_row) or chunk)
     results: dict[int, dict] = {}
     for k in range(n_chunks):

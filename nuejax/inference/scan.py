@@ -89,8 +89,7 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1)
     every row or a start per row, (n, d) or (n, c, d); with a multi-start ``solve``, (n, S, ...)
     (``n_starts`` = S counts towards the launch size)."""
     n = jax.tree_util.tree_leaves(grid)[0].shape[0]
-    chunk = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts,
-                               int(np.shape(x0)[-1]) if np.ndim(x0) else 1) // n_starts)
+    chunk = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts) // n_starts)
     x0 = jnp.asarray(x0)
     if x0.ndim == 1:
         x0 = jnp.broadcast_to(x0, (n,) + x0.shape)
