@@ -70,6 +70,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
                 np.arange(n_toys, dtype=np.uint32), key, "coverage toys")
     ok = outer["conv_global"] & outer["conv_cond"]
     key_inner = jax.random.split(key)[1]  # not fold_in(key, i): that is coverage toy i's key
+    nuis_hat = _conditional_nuisances(pr, outer, x_true, max_iter)
     if inner_toys == 0:
         inner = run(np.repeat(x_true[None], n_toys, 0), np.repeat(poi_true[None], n_toys, 0),
                     np.arange(n_toys, dtype=np.uint32), key_inner, "critical value")
@@ -77,7 +78,6 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         t_crit = np.full(n_toys, critical_value(inner["t"][good], cl)[0])
         n_crit = int(good.sum())
     else:
-        nuis_hat = _conditional_nuisances(pr, outer, x_true, max_iter)
         gen = np.repeat(np.concatenate([np.repeat(poi_true[None], n_toys, 0), nuis_hat], axis=1), inner_toys, 0)
         idx = np.arange(n_toys * inner_toys, dtype=np.uint32)
         inner = run(gen, np.repeat(poi_true[None], len(idx), 0), idx, key_inner, "critical values")
@@ -94,7 +94,9 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         var += cl * (1 - cl) / max(n_crit, 1)
     err = float(np.sqrt(var))
     return CoverageResult(pr.poi, {k: float(v) for k, v in truth.items() if np.ndim(v) == 0}, n_toys, n_valid,
-                          int(covered.sum()), f, err, float(cl), int(inner_toys), t_crit, time.perf_counter() - t0)
+                          int(covered.sum()), f, err, float(cl), int(inner_toys), t_crit, time.perf_counter() - t0,
+                          t=np.where(ok, outer["t"], np.nan), nuisances=tuple(names_fit[len(pr.poi):]),
+                          nuisance_hat=np.asarray(nuis_hat))
 
 
 def _conditional_nuisances(pr: Construction, outer: dict, x_true, max_iter):

@@ -650,7 +650,9 @@ class CoverageResult(Saveable):
     toys). ``inner_toys`` > 0: each toy's critical value from that many toys
     drawn at the truth with the nuisances fitted to that toy (the profile construction, as
     :func:`feldman_cousins` does on data); 0: one critical value from toys at the true nuisances
-    (the exact Neyman construction)."""
+    (the exact Neyman construction). Per toy: ``t``, the statistic at the truth (NaN without a valid
+    fit), and ``nuisance_hat``, the conditional fit's values of ``nuisances`` there (with inner toys,
+    their generating point), to see where coverage is lost or gained."""
 
     poi: tuple
     truth: dict
@@ -664,18 +666,25 @@ class CoverageResult(Saveable):
     t_crit: np.ndarray
     seconds: float = 0.0
     versions: dict = field(default_factory=versions, repr=False)
+    t: np.ndarray | None = None
+    nuisances: tuple = ()
+    nuisance_hat: np.ndarray | None = None
 
     def to_dict(self) -> dict:
         return {"kind": type(self).__name__, "poi": list(self.poi), "truth": dict(self.truth), "n_toys": self.n_toys,
                 "n_valid": self.n_valid, "n_covered": self.n_covered, "fraction": self.fraction, "error": self.error,
                 "cl": self.cl, "inner_toys": self.inner_toys, "t_crit": json_array(self.t_crit), "seconds": self.seconds,
-                "versions": self.versions}
+                "versions": self.versions, "t": None if self.t is None else json_array(self.t),
+                "nuisances": list(self.nuisances),
+                "nuisance_hat": None if self.nuisance_hat is None else json_array(self.nuisance_hat)}
 
     @classmethod
     def from_dict(cls, d: dict):
         return cls(tuple(d["poi"]), dict(d["truth"]), int(d["n_toys"]), int(d["n_valid"]), int(d["n_covered"]),
                    float(d["fraction"]), float(d["error"]), float(d["cl"]), int(d["inner_toys"]), array_from_json(d["t_crit"]),
-                   float(d["seconds"]), d.get("versions", {}))
+                   float(d["seconds"]), d.get("versions", {}),
+                   None if d.get("t") is None else array_from_json(d["t"]), tuple(d.get("nuisances", ())),
+                   None if d.get("nuisance_hat") is None else array_from_json(d["nuisance_hat"]))
 
     def __str__(self) -> str:
         return (f"coverage of the {self.cl:.0%} CL Feldman–Cousins {' x '.join(self.poi)} at "
