@@ -1,7 +1,8 @@
 """Toy-fit throughput of the Neyman constructions, and belt wall times, on every visible device.
 
     python benchmarks/timings/toy_throughput.py [--n-T 300] [--rows N] [--belt1 50x1000] [--belt2 20x20x500]
-                                        [--devices K] [--starts S] [--no-belts] [--json FILE]
+                                        [--devices K] [--starts S] [--no-belts] [--belt-repeat R]
+                                        [--profile DIR] [--json FILE]
 
 Model: the default Borexino-like model's fast path with mu_nu released (the μ_ν construction of
 ``nuejax limits``: 14 fitted parameters). One *row* is one toy drawn on the device and fitted
@@ -11,7 +12,9 @@ devices (default: all). Belts: ``feldman_cousins`` end to end (fits to the data,
 values) on an N-point μ_ν grid with M toys per point (1-D) and an Nx × Ny (ε^L_ee, ε^R_ee) grid (2-D).
 ``--starts S``: every fit from the multi-start design of S starts (nuejax.inference.starts; the
 library's default is DEFAULT_STARTS, 1 is the single start at the generating point); a toy fit is
-still one fit of one toy, however many starts it ran.
+still one fit of one toy, however many starts it ran. ``--belt-repeat R`` runs each belt R times
+(the first compiles, the later ones are warm; each time is reported); ``--profile DIR`` writes a
+cProfile summary of each belt's last run (host-side time by function) to DIR.
 """
 import json
 import sys
@@ -40,6 +43,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--starts", type=int, default=1)
     ap.add_argument("--no-belts", action="store_true")
+    ap.add_argument("--belt-repeat", type=int, default=1, help="runs of each belt (the first compiles)")
+    ap.add_argument("--profile", default=None, help="folder for a cProfile summary of each belt's last run")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
 
@@ -112,19 +117,42 @@ def main():
     def parse(text, default):
         return [int(v) for v in (text or default).split("x")]
 
+    def repeated(label, run):
+        """``run()`` --belt-repeat times: the last result and every run's seconds (the last profiled)."""
+        times = []
+        for r in range(a.belt_repeat):
+            prof = None
+            if a.profile and r == a.belt_repeat - 1:
+                import cProfile
+
+                prof = cProfile.Profile()
+                prof.enable()
+            t = time.perf_counter()
+            out = run()
+            times.append(time.perf_counter() - t)
+            if prof is not None:
+                import io
+                import pstats
+
+                prof.disable()
+                text = io.StringIO()
+                pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(45)
+                Path(a.profile).mkdir(parents=True, exist_ok=True)
+                Path(a.profile, f"{label}_{len(devs)}dev.txt").write_text(text.getvalue())
+        return out, times
+
     g1, n1 = parse(a.belt1, "20x200" if cpu else "50x10000")
-    t = time.perf_counter()
-    fc = feldman_cousins(m, data, "mu_nu", np.linspace(0.0, 4.0, g1), n1, key=1, starts=a.starts,
-                         chunk=None if cpu else max(per, 1))
-    res["belt1"] = {"grid": g1, "toys": n1, "fits": 2 * g1 * n1, "seconds": time.perf_counter() - t,
+    fc, times = repeated("belt1", lambda: feldman_cousins(m, data, "mu_nu", np.linspace(0.0, 4.0, g1), n1, key=1,
+                                                          starts=a.starts, chunk=None if cpu else max(per, 1)))
+    res["belt1"] = {"grid": g1, "toys": n1, "fits": 2 * g1 * n1, "seconds": times[0], "seconds_each_run": times,
                     "interval": list(fc.interval), "valid_fraction": float(np.sum(fc.n_valid) / (g1 * n1))}
     print(json.dumps(res["belt1"]), flush=True)
     gx, gy, n2 = parse(a.belt2, "5x5x100" if cpu else "20x20x1000")
     m2 = base.with_parameters(base.parameters.release("eps_ee_L", "eps_ee_R"))
-    t = time.perf_counter()
-    fc2 = feldman_cousins(m2, data, ("eps_ee_L", "eps_ee_R"), (np.linspace(-0.1, 0.1, gx), np.linspace(-0.3, 0.3, gy)),
-                          n2, key=2, starts=a.starts, chunk=None if cpu else max(per, 1))
-    res["belt2"] = {"grid": [gx, gy], "toys": n2, "fits": 2 * gx * gy * n2, "seconds": time.perf_counter() - t,
+    fc2, times = repeated("belt2", lambda: feldman_cousins(
+        m2, data, ("eps_ee_L", "eps_ee_R"), (np.linspace(-0.1, 0.1, gx), np.linspace(-0.3, 0.3, gy)), n2, key=2,
+        starts=a.starts, chunk=None if cpu else max(per, 1)))
+    res["belt2"] = {"grid": [gx, gy], "toys": n2, "fits": 2 * gx * gy * n2, "seconds": times[0], "seconds_each_run": times,
                     "accepted": int(np.sum(fc2.accepted)), "valid_fraction": float(np.sum(fc2.n_valid) / (gx * gy * n2))}
     print(json.dumps(res["belt2"]), flush=True)
     if a.json:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import InputError, ParameterError
-from .fitting import newton_fit
+from .fitting import newton_fit, objective_at
 from .problem import FitProblem
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
 from .scan import grid_neighbours, grid_values, profile_points
@@ -123,8 +123,7 @@ def observed_fits(pr: Construction, points: np.ndarray, *, max_iter: int, one_si
         res, _, _ = profile_points(s, np.asarray(points), g, grid_neighbours(shape), n_iter=max_iter)
         f_cond, nuis_hat, conv = np.asarray(res.fun), np.asarray(res.x), np.asarray(res.converged)
     else:
-        one = jax.jit(jax.vmap(lambda pr_, v: pr_.objective(jnp.zeros(0, v.dtype), v), in_axes=(None, 0)))
-        f_cond = np.asarray(one(s, jnp.asarray(points)))
+        f_cond = np.asarray(objective_at(s, jnp.asarray(points)))
         nuis_hat, conv = np.zeros((len(points), 0)), np.isfinite(f_cond)
     poi_hat = np.array([g.values[n] for n in pr.poi])
     if not g.valid or not np.all(conv):

@@ -29,7 +29,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
                      standard_deviations, start_design, warn_second_minimum)
 
 __all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_point_report", "launch_size",
-           "make_fit_result", "multistart", "newton_fit", "objective", "one_sided_errors", "profile_starts",
+           "make_fit_result", "multistart", "newton_fit", "objective", "objective_at", "one_sided_errors", "profile_starts",
            "solve_batch", "value_grad_hess", "value_grad_hessian", "hessian_route"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -402,8 +402,15 @@ def _profile(s: FitProblem, name, others, x, values):
 
 def _plain_profile(s: FitProblem, name, values):
     sub = s.with_names((), (name,))
-    one = jax.jit(jax.vmap(lambda pr, v: pr.objective(jnp.zeros(0, v.dtype), v[None]), in_axes=(None, 0)))
-    return np.asarray(one(sub, jnp.asarray(np.asarray(values, dtype=float))))
+    return np.asarray(objective_at(sub, np.asarray(values, dtype=float)[:, None]))
+
+
+@jax.jit
+def objective_at(problem, values):
+    """−2 ln L of a problem without fitted parameters (every varied parameter among its
+    ``fixed_names``) at each row of ``values`` (n, k): one compiled program per problem
+    structure, reused by every call."""
+    return jax.vmap(lambda v: problem.objective(jnp.zeros(0, v.dtype), v))(values)
 
 
 # -- results ----------------------------------------------------------------------------------------

@@ -59,8 +59,11 @@ def draw_parts(problem: FitProblem, gen_x) -> int:
     (rows in the order of ``problem.names``): enough that no part's mean exceeds
     :data:`~nuejax.model.likelihood.POISSON_PART_MAX` (evaluated once, eagerly)."""
     gen_x = np.unique(np.asarray(gen_x, dtype=float), axis=0)
-    mu = jax.jit(jax.vmap(lambda pr, x: pr.model.expected(pr.params(x)), in_axes=(None, 0)))
-    return problem.model.likelihood.toy_parts(np.asarray(mu(problem, jnp.asarray(gen_x))))
+    return problem.model.likelihood.toy_parts(np.asarray(_expected_at(problem, jnp.asarray(gen_x))))
+
+
+# one jitted function for every call (a lambda jitted per call is traced and compiled per call)
+_expected_at = jax.jit(jax.vmap(lambda pr, x: pr.model.expected(pr.params(x)), in_axes=(None, 0)))
 
 
 def toy(model, params, key, index: int, resample=None, parts: int | None = None):
