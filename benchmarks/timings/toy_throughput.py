@@ -2,7 +2,8 @@
 
     python benchmarks/timings/toy_throughput.py [--n-T 300] [--rows N] [--belt1 50x1000] [--belt2 20x20x500]
                                         [--devices K] [--starts S] [--no-belts] [--belt-repeat R]
-                                        [--profile DIR] [--json FILE]
+                                        [--profile DIR] [--no-throughput] [--compilation-cache DIR]
+                                        [--json FILE]
 
 Model: the default Borexino-like model's fast path with mu_nu released (the μ_ν construction of
 ``nuejax limits``: 14 fitted parameters). One *row* is one toy drawn on the device and fitted
@@ -15,6 +16,10 @@ library's default is DEFAULT_STARTS, 1 is the single start at the generating poi
 still one fit of one toy, however many starts it ran. ``--belt-repeat R`` runs each belt R times
 (the first compiles, the later ones are warm; each time is reported); ``--profile DIR`` writes a
 cProfile summary of each belt's last run (host-side time by function) to DIR.
+``--no-throughput`` skips the throughput launches (the belts then compile their own programs);
+``--compilation-cache DIR`` switches on JAX's persistent compilation cache in DIR
+(:func:`nuejax.cache.enable_compilation_cache`, as the commands do): a second process with the
+same DIR loads the programs instead of compiling them.
 """
 import json
 import sys
@@ -33,40 +38,14 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def main():
-    ap = common.parser(__doc__)
-    ap.add_argument("--n-T", type=int, default=300)
-    ap.add_argument("--rows", type=int, default=None, help="rows per timed launch (default: 2048 CPU, 65536 GPU)")
-    ap.add_argument("--belt1", default=None, help="1-D belt NxM (default: 20x200 CPU, 50x10000 GPU)")
-    ap.add_argument("--belt2", default=None, help="2-D belt NxNyxM (default: 5x5x100 CPU, 20x20x1000 GPU)")
-    ap.add_argument("--devices", type=int, default=None)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--starts", type=int, default=1)
-    ap.add_argument("--no-belts", action="store_true")
-    ap.add_argument("--belt-repeat", type=int, default=1, help="runs of each belt (the first compiles)")
-    ap.add_argument("--profile", default=None, help="folder for a cProfile summary of each belt's last run")
-    ap.add_argument("--json", default=None)
-    a = ap.parse_args()
-
+def throughput(a, pr, m, devs, rows, cpu) -> dict:
+    """Toy fits per second: ``--repeat`` timed series of launches of the compiled shape."""
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    from nuejax.inference import feldman_cousins
-    from nuejax.inference.construction import construction, observed_fits
+    from nuejax.inference.construction import observed_fits
     from nuejax.inference.fitting import launch_size
     from nuejax.inference.toys import draw_parts, toy_fits, toy_starts
-    from nuejax.model import borexino_like_model, fast_model
 
-    cpu = jax.default_backend() == "cpu"
-    devs = jax.devices()[: a.devices] if a.devices else jax.devices()
-    rows = a.rows or (2048 if cpu else 65536)
-    rows -= rows % len(devs)
-    t0 = time.perf_counter()
-    base = fast_model(borexino_like_model(n_T=a.n_T))
-    m = base.with_parameters(base.parameters.release("mu_nu"))
-    build = time.perf_counter() - t0
-    data = np.asarray(m.expected(m.defaults()))
-    pr = construction(m, data, "mu_nu", None, None, starts=a.starts)
-    names = pr.full.names  # the parameters of interest, then the nuisances
     st = observed_fits(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
     parts = draw_parts(pr.full, st["gen_x"])
     design_g, design_c, design_idx = toy_starts(pr.full, st["gen_x"], len(pr.poi), a.starts)
@@ -89,7 +68,7 @@ def main():
         return jax.block_until_ready(out)
 
     t = time.perf_counter()
-    first = launch(0)
+    launch(0)
     compile_s = time.perf_counter() - t
     times = []
     n_launch = -(-rows // per)
@@ -101,13 +80,56 @@ def main():
         times.append(time.perf_counter() - t)
     best = min(times)
     conv = float(np.mean(np.asarray(out["conv_global"]) & np.asarray(out["conv_cond"])))
+    res = {"starts": n_starts, "compile_s": compile_s, "rows": rows, "rows_per_launch": per, "seconds": best,
+           "toys_per_s": rows / best, "toy_fits_per_s": 2 * rows / best, "converged_fraction": conv}
+    print(json.dumps(res, indent=1), flush=True)
+    return res
+
+
+def main():
+    ap = common.parser(__doc__)
+    ap.add_argument("--n-T", type=int, default=300)
+    ap.add_argument("--rows", type=int, default=None, help="rows per timed launch (default: 2048 CPU, 65536 GPU)")
+    ap.add_argument("--belt1", default=None, help="1-D belt NxM (default: 20x200 CPU, 50x10000 GPU)")
+    ap.add_argument("--belt2", default=None, help="2-D belt NxNyxM (default: 5x5x100 CPU, 20x20x1000 GPU)")
+    ap.add_argument("--devices", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--starts", type=int, default=1)
+    ap.add_argument("--no-belts", action="store_true")
+    ap.add_argument("--belt-repeat", type=int, default=1, help="runs of each belt (the first compiles)")
+    ap.add_argument("--profile", default=None, help="folder for a cProfile summary of each belt's last run")
+    ap.add_argument("--no-throughput", action="store_true", help="skip the throughput launches")
+    ap.add_argument("--compilation-cache", default=None, help="JAX's persistent compilation cache in this folder")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    if a.compilation_cache:
+        from nuejax.cache import enable_compilation_cache
+
+        enable_compilation_cache(a.compilation_cache)
+
+    from nuejax.inference import feldman_cousins
+    from nuejax.inference.construction import construction
+    from nuejax.inference.fitting import launch_size
+    from nuejax.model import borexino_like_model, fast_model
+
+    cpu = jax.default_backend() == "cpu"
+    devs = jax.devices()[: a.devices] if a.devices else jax.devices()
+    rows = a.rows or (2048 if cpu else 65536)
+    rows -= rows % len(devs)
+    t0 = time.perf_counter()
+    base = fast_model(borexino_like_model(n_T=a.n_T))
+    m = base.with_parameters(base.parameters.release("mu_nu"))
+    build = time.perf_counter() - t0
+    data = np.asarray(m.expected(m.defaults()))
+    pr = construction(m, data, "mu_nu", None, None, starts=a.starts)
+    names = pr.full.names  # the parameters of interest, then the nuisances
+    per = max(len(devs), (launch_size(1 << 30, None) * len(devs) if cpu else rows) // max(1, a.starts))
     res = {"device": str(devs[0].device_kind if hasattr(devs[0], "device_kind") else devs[0].platform),
            "platform": devs[0].platform, "n_devices": len(devs), "jax": jax.__version__, "n_fitted": len(names),
-           "n_obs": m.n_obs, "starts": n_starts, "build_s": build, "compile_s": compile_s, "rows": rows, "rows_per_launch": per,
-           "seconds": best, "toys_per_s": rows / best, "toy_fits_per_s": 2 * rows / best, "converged_fraction": conv,
-           "date": time.strftime("%Y-%m-%d")}
-    print(json.dumps(res, indent=1), flush=True)
-    del first
+           "n_obs": m.n_obs, "build_s": build, "date": time.strftime("%Y-%m-%d")}
+    if not a.no_throughput:
+        res.update(throughput(a, pr, m, devs, rows, cpu))
+        per = res["rows_per_launch"]
     if a.no_belts:
         if a.json:
             with open(a.json, "w") as f:
