@@ -75,7 +75,8 @@ def unordered_lapack_pairs(text: str) -> list:
 
 
 def _dump(script: Path, args: list, folder: Path, timeout: int) -> list:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", NUEJAX_COMPILATION_CACHE="0",
+    # every program compiled here, none loaded from a persistent cache (a loaded one is not dumped)
+    env = dict(os.environ, JAX_PLATFORMS="cpu", NUEJAX_COMPILATION_CACHE="0", JAX_ENABLE_COMPILATION_CACHE="false",
                XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={folder} --xla_dump_hlo_as_text".strip())
     out = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr[-3000:]
