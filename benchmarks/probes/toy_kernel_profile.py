@@ -7,7 +7,7 @@ the first pass (the default model's fast path, μ_ν released, 14 fitted paramet
 Prints the launch's wall time, the summed device time, and the ``--top`` kernels (total time,
 calls, share); with ``--json`` writes them.
 """
-import argparse
+import dataclasses
 import glob
 import json
 import sys
@@ -16,7 +16,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common, workload, run
+import common  # noqa: E402  (puts the repository root on sys.path too)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -48,7 +49,7 @@ def device_events(folder):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = common.parser(__doc__)
     ap.add_argument("--rows", type=int, default=65536)
     ap.add_argument("--n-T", type=int, default=300)
     ap.add_argument("--top", type=int, default=30)
@@ -66,8 +67,6 @@ def main():
     st = observed_fits(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
     parts = draw_parts(pr.full, st["gen_x"])
     kernel = pass_kernels(100, 1e-8, parts, pr.resample)[0]
-    import dataclasses
-
     shell = dataclasses.replace(pr.full, data=None, aux_flat=None)
     g = np.arange(a.rows) % 2
     gen = jnp.asarray(st["gen_x"][g])
