@@ -95,7 +95,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
     err = float(np.sqrt(var))
     return CoverageResult(pr.poi, {k: float(v) for k, v in truth.items() if np.ndim(v) == 0}, n_toys, n_valid,
                           int(covered.sum()), f, err, float(cl), int(inner_toys), t_crit, time.perf_counter() - t0,
-                          t=np.where(ok, outer["t"], np.nan), nuisances=tuple(names_fit[len(pr.poi):]),
+                          t=np.where(ok, outer["t"], np.nan), nuisances=tuple(pr.nuis),
                           nuisance_hat=np.asarray(nuis_hat))
 
 
