@@ -29,7 +29,8 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
                      standard_deviations, start_design, warn_second_minimum)
 
 __all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_point_report", "launch_size",
-           "make_fit_result", "multistart", "newton_fit", "objective", "objective_at", "one_sided_errors", "profile_starts",
+           "make_fit_result", "multistart", "newton_fit", "objective", "objective_at", "one_sided_errors", "pad_rows",
+           "padded_rows", "profile_starts",
            "solve_batch", "value_grad_hess", "value_grad_hessian", "hessian_route"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -51,6 +52,25 @@ def launch_size(n: int, chunk: int | None) -> int:
     if jax.default_backend() != "cpu":
         return max(1, n)
     return max(1, min(n, CPU_CHUNK))
+
+
+def padded_rows(rows: int, step: int) -> int:
+    """The rows a launch of ``rows`` rows (at most ``step``, the launch size) is padded to: on the
+    CPU the next power of two, at most ``step``, so that scans, refits and batches of other
+    lengths run the programs already compiled (each length is a program of its own: XLA compiles
+    a solver program in 2-5 s on 2 cores); on accelerators ``rows`` (their launches hold every
+    row, and their memory is what limits them)."""
+    if jax.default_backend() != "cpu" or rows >= step:
+        return rows
+    return min(step, 1 << (int(rows) - 1).bit_length())
+
+
+def pad_rows(a, size: int):
+    """``a`` with its leading axis padded to ``size`` rows by repeating its first row."""
+    n = a.shape[0]
+    if n == size:
+        return a
+    return jnp.concatenate([a, jnp.repeat(a[:1], size - n, axis=0)])
 
 
 # -- compiled solvers -----------------------------------------------------------------------------
@@ -218,7 +238,7 @@ def _batch_step(problem, n_starts: int, chunk) -> int:
 def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
     """Fit every data set of a batch problem (data (n, n_obs), aux batched or nominal) from the
     starts ``x0`` (n, d), or (n, S, d) for S starts each, in launches of ``chunk`` rows
-    (:func:`launch_size`, counting every start as a row): a
+    (:func:`launch_size`, counting every start as a row; the last one padded, :func:`padded_rows`): a
     :class:`~nuejax.inference.newton.NewtonResult` of numpy arrays with a leading axis n (and a
     starts axis after it)."""
     n = problem.data.shape[0]
@@ -227,12 +247,16 @@ def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
     solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data", multi)
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     fixed = jnp.zeros(0, dtype=problem.values.dtype)
-    step = _batch_step(problem, int(np.shape(x0)[1]) if multi else 1, chunk)
+    n_s = int(np.shape(x0)[1]) if multi else 1
+    step = max(1, launch_size(1 << 30, None if chunk is None else chunk * n_s) // n_s)
     outs = []
     for a in range(0, n, step):
-        aux = problem.aux_flat[a:a + step] if batched else problem.aux_flat
-        outs.append(solve(shell, problem.data[a:a + step], aux, fixed, x0[a:a + step]))
-    return jax.tree_util.tree_map(lambda *v: np.concatenate([np.asarray(u) for u in v]), *outs)
+        r = min(step, n - a)
+        size = padded_rows(r, step)
+        aux = pad_rows(problem.aux_flat[a:a + r], size) if batched else problem.aux_flat
+        out = solve(shell, pad_rows(problem.data[a:a + r], size), aux, fixed, pad_rows(jnp.asarray(x0[a:a + r]), size))
+        outs.append(jax.tree_util.tree_map(lambda v: np.asarray(v)[:r], out))  # noqa: B023
+    return jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outs)
 
 
 def continue_batch(problem, res, *, max_iter: int, edm_tol: float, chunk=None):

@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, profile_starts, value_grad_hess
+from .fitting import (EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, pad_rows, padded_rows,
+                      profile_starts, value_grad_hess)
 from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
@@ -89,14 +90,19 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1)
     every row or a start per row, (n, d) or (n, c, d); with a multi-start ``solve``, (n, S, ...)
     (``n_starts`` = S counts towards the launch size)."""
     n = jax.tree_util.tree_leaves(grid)[0].shape[0]
-    chunk = max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts) // n_starts)
+    # the launch size of any number of rows (not min(n, CPU_CHUNK)): the last launch padded to
+    # padded_rows, so that scans and refits of other lengths reuse the compiled programs
+    chunk = max(1, launch_size(1 << 30, None if chunk is None else chunk * n_starts) // n_starts)
     x0 = jnp.asarray(x0)
     if x0.ndim == 1:
         x0 = jnp.broadcast_to(x0, (n,) + x0.shape)
     outs = []
     for start in range(0, n, chunk):
-        rows = jax.tree_util.tree_map(lambda a: a[start:start + chunk], grid)  # noqa: B023
-        outs.append(solve(s, rows, x0[start:start + chunk]))
+        r = min(chunk, n - start)
+        size = padded_rows(r, chunk)
+        rows = jax.tree_util.tree_map(lambda a: pad_rows(a[start:start + r], size), grid)  # noqa: B023
+        out = solve(s, rows, pad_rows(x0[start:start + r], size))
+        outs.append(jax.tree_util.tree_map(lambda a: a[:r], out) if size != r else out)  # noqa: B023
         if progress is not None and n > chunk:
             jax.block_until_ready(outs[-1].fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
