@@ -30,6 +30,21 @@ enable_compilation_cache()
 
 import pytest  # noqa: E402
 
+#: Test modules that take minutes (default suite and slow job on 2 cores, 2026-11-27/28: the
+#: slow job's end-to-end commands 300-500 s each, tests/test_multidevice.py 200-370 s), collected
+#: first, longest first: pytest-xdist (--dist loadscope) hands modules out in collection order, so
+#: a long module collected last ran alone at the end while the other worker idled (the default
+#: suite's last 5 minutes). The rest keep their order.
+LONG_MODULES = ("test_general_physics.py", "test_borexino_analysis.py", "test_combine.py", "test_spec.py",
+                "test_limits.py", "test_xenonnt.py", "test_closure.py", "test_model_equivalence.py",
+                "test_multidevice.py", "test_global_minima.py", "test_atomic.py", "test_spectra.py",
+                "test_floating_response.py", "test_mean_grid.py", "test_no_hang.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs(request):
     """In the slow job (``-m slow``), after each test module, drop JAX's compiled programs (the
