@@ -41,11 +41,11 @@ def main(argv):
     x = np.array([float(truth[n]) for n in full.names])
     d = len(x)
     parts = draw_parts(full, x[None])
-    kernel = compiled_toy_fits(1e-8, parts, pr.resample)
+    kernel = compiled_toy_fits(10, 1e-8, parts, pr.resample)
     for rows in (int(a) for a in argv):
         args = (shell, jnp.asarray(np.repeat(x[None], rows, 0)), jnp.asarray(np.repeat(x[None], rows, 0)),
                 jnp.asarray(np.repeat(x[None], rows, 0)), jnp.zeros((rows, d), bool),
-                jnp.arange(rows, dtype=jnp.uint32), jnp.zeros(2, jnp.uint32), jnp.int32(10))
+                jnp.arange(rows, dtype=jnp.uint32), jnp.zeros(2, jnp.uint32))
         t = time.perf_counter()
         compiled = kernel.lower(*args).compile()
         t_compile = time.perf_counter() - t

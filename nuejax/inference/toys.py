@@ -102,7 +102,7 @@ def _row_data(problem, gen_x, index, key, resample, parts, asimov):
     return _asimov_data(problem, gen_x) if asimov else _toy_data(problem, gen_x, index, key, resample, parts)
 
 
-def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, cap, *, resample, parts, edm_tol, asimov=False):
+def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resample, parts, max_iter, edm_tol, asimov=False):
     """Draw toy ``index`` at ``gen_x`` (``asimov``: take the Asimov data set there) and fit every
     parameter of the problem inside its bounds from ``x0`` (one start, or several: each fitted,
     the toy drawn once), the coordinates where ``pin_mask`` holds at ``pin_values``
@@ -118,7 +118,7 @@ def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, cap, *, resample,
 
     def fit(x):
         r = minimize_bounded(objective, jnp.where(pin_mask, pin_values, x), (pr, pins), pr.lower, pr.upper,
-                             max_iter=cap, edm_tol=edm_tol, pinned=pin_mask, vgh=vgh)
+                             max_iter=max_iter, edm_tol=edm_tol, pinned=pin_mask, vgh=vgh)
         return r.fun - pin_penalty(r.x, pins), r.x, r.converged, r.status
 
     return _fit_from(fit, x0)
@@ -141,19 +141,18 @@ TOY_DESIGN = "generating point, its symmetry images, the Asimov fit's minima"
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_toy_fits(edm_tol: float, parts: int, resample: tuple, asimov: bool = False, mesh=None):
+def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False, mesh=None):
     """The jitted kernel over rows of :func:`_row` (the global fits and, with the parameters of
     interest pinned, the conditional ones), called ``kernel(problem, gen_x, x0, pin_values,
-    pin_mask, index, key, cap)`` (``cap``: the iteration limit, an int32 scalar); compiled per
-    problem structure and number of rows (a second run does not recompile).
+    pin_mask, index, key)``; compiled per problem structure (a second run does not recompile).
     The global and the conditional fits run in separate launches: XLA:CPU can deadlock on one
     program that runs two batched Newton loops (eigh and Cholesky in each; docs/inference.md,
     "Known issue"), and the toy is cheap to draw twice from its key. ``asimov``: fit the Asimov
     data set at each row's generating point instead of a toy (the toys' start designs,
     :func:`toy_starts`). ``mesh``: rows split over its devices, each device running its own rows
     (:func:`_shard_rows`)."""
-    opts = dict(resample=resample, parts=parts, edm_tol=edm_tol, asimov=asimov)
-    row = jax.vmap(functools.partial(_row, **opts), in_axes=(None, 0, 0, 0, 0, 0, None, None))
+    opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
+    row = jax.vmap(functools.partial(_row, **opts), in_axes=(None, 0, 0, 0, 0, 0, None))
     if mesh is None:
         return jax.jit(row)
     if mesh.devices.flat[0].platform == "cpu":
@@ -162,8 +161,7 @@ def compiled_toy_fits(edm_tol: float, parts: int, resample: tuple, asimov: bool 
 
 
 def _one_device_at_a_time(kernel, mesh):
-    """``kernel`` (a jitted row kernel: the problem, five per-row arrays, the key, the iteration
-    cap) on each device's rows
+    """``kernel`` (a jitted row kernel: the problem, per-row arrays, the key) on each device's rows
     in turn, each launch finished before the next, all of them on the mesh's first device:
     XLA:CPU's virtual devices share the cores, so running them together gains nothing (and the
     batched Newton loops of four of them at once stopped with every worker thread idle;
@@ -172,12 +170,12 @@ def _one_device_at_a_time(kernel, mesh):
     devices = list(mesh.devices.flat)
 
     def run(problem, *args):
-        rows, rest = args[:5], args[5:]  # the per-row arrays; the key and the iteration cap
+        rows, key = args[:-1], args[-1]
         outs = []
         for dev in devices:
             part = [jax.device_put(next(sh.data for sh in a.addressable_shards if sh.device == dev), devices[0])
                     for a in rows]
-            outs.append(jax.tree_util.tree_map(np.asarray, kernel(problem, *part, *rest)))
+            outs.append(jax.tree_util.tree_map(np.asarray, kernel(problem, *part, key)))
         return jax.tree_util.tree_map(lambda *o: np.concatenate(o), *outs)
 
     return run
@@ -186,15 +184,10 @@ def _one_device_at_a_time(kernel, mesh):
 def pass_kernels(max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
                  mesh=None) -> list:
     """The kernel of :func:`compiled_toy_fits` for each pass of :data:`PASSES` (its iteration
-    cap, at most ``max_iter``), on the devices of ``mesh`` (None: one device): one compiled
-    program for all of them where their launches have one shape (:data:`CPU_BLOCK`)."""
-    kernel = compiled_toy_fits(float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov, mesh)
+    cap, at most ``max_iter``), on the devices of ``mesh`` (None: one device)."""
     caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
-    return [functools.partial(_with_cap, kernel, jnp.asarray(cap, dtype=jnp.int32)) for cap in caps]
-
-
-def _with_cap(kernel, cap, problem, *args):
-    return kernel(problem, *args, cap)
+    return [compiled_toy_fits(cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov, mesh)
+            for cap in caps]
 
 
 def rows_mesh(a):
@@ -207,8 +200,7 @@ def rows_mesh(a):
 
 
 def _shard_rows(fun, mesh, n_row_args: int):
-    """``fun`` (a vmapped row kernel: the problem, ``n_row_args`` per-row arrays, the key, the
-    iteration cap) run on
+    """``fun`` (a vmapped row kernel: the problem, ``n_row_args`` per-row arrays, the key) run on
     each device's own rows (``shard_map``): each device's batched Newton loop stops when *its* rows
     are done, with no collective inside. Under ``jit`` of a sharded batch (GSPMD) the batched
     loop's condition is a reduction over every row of every device, an all-reduce per iteration:
@@ -226,62 +218,41 @@ def _shard_rows(fun, mesh, n_row_args: int):
     # the loop's carry mixes per-device and replicated values: skip the replication check
     no_check = {"check_vma": False} if "check_vma" in params else {"check_rep": False}
     rows = PartitionSpec("rows")
-    # replicated: the problem; per device: the rows; replicated again: the key and the iteration cap
-    return shard_map(fun, mesh=mesh, in_specs=(PartitionSpec(),) + (rows,) * n_row_args + (PartitionSpec(),) * 2,
+    return shard_map(fun, mesh=mesh, in_specs=(PartitionSpec(),) + (rows,) * n_row_args + (PartitionSpec(),),
                      out_specs=rows, **no_check)
-
-
-#: Rows per launch of the toy kernel on the CPU, in every pass (times the number of devices):
-#: launches of one shape make one compiled program serve the global, the conditional and the
-#: continued fits of a construction, whatever its number of toys and starts. Before (a pass-1
-#: launch of all of a chunk's rows, continued in launches of 1/8 of them) the Feldman–Cousins
-#: construction of benchmarks/repro/fc_multidevice.py compiled six row programs of 4-8 s each
-#: on 2 cores (benchmarks/NOTES.md). 16 is the continued launches' size before.
-CPU_BLOCK = 16
 
 
 def _in_passes(kernels, problem, rows: tuple, x0, key):
     """Run ``kernels[0]`` on every row, then each next kernel from where the last stopped on the
     rows that hit its iteration limit (status 1), in launches of the :data:`PASSES` fraction of the
-    batch (one compiled shape per pass, however many rows continue; on the CPU every launch has
-    :data:`CPU_BLOCK` rows per device). ``rows`` are the per-row inputs besides ``x0``: the
-    generating point first, then the others. Each row's result depends on that row alone,
-    whatever the batch."""
-    sharding = getattr(rows[0], "sharding", None)  # the rows' placement (run_rows shards them)
+    batch (one compiled shape per pass, however many rows continue). ``rows`` are the per-row
+    inputs besides ``x0``: the generating point first, then the others. Each row's result depends
+    on that row alone, whatever the batch."""
+    per_row = rows
+    fun, x, conv, status = kernels[0](problem, per_row[0], x0, *per_row[1:], key)
+    sharding = getattr(per_row[0], "sharding", None)  # the rows' placement (run_rows shards them)
     named = isinstance(sharding, jax.sharding.NamedSharding)
     n_dev = len(sharding.device_set) if named else 1
     n_rows = int(np.shape(x0)[0])
-    cpu = jax.default_backend() == "cpu"
-    host = [np.asarray(a) for a in rows]
-
-    def launch(kernel, idx, x_now, size):
-        """``kernel`` on rows ``idx`` from ``x_now``, in launches of ``size`` rows (the last
-        padded by repeating its first row): (fun, x, conv, status) of those rows."""
-        out = []
-        for a in range(0, idx.size, size):
-            part = idx[a:a + size]
+    fun, x, conv, status = (np.asarray(a).copy() for a in (fun, x, conv, status))
+    host = [np.asarray(a) for a in per_row]
+    for kernel, (_, div) in zip(kernels[1:], PASSES[1:]):
+        # a row continues while any of its starts is still running (a converged start stops at once)
+        redo = np.nonzero(np.any(status.reshape(len(status), -1) == 1, axis=1))[0]
+        if redo.size == 0:
+            break
+        size = -(-max(n_rows // div, 1) // n_dev) * n_dev
+        for a in range(0, redo.size, size):
+            part = redo[a:a + size]
             take = np.concatenate([part, np.repeat(part[:1], size - part.size)])
 
             def pick(v):
                 v = jnp.asarray(v[take])
                 return jax.device_put(v, sharding) if named else v
 
-            res = kernel(problem, pick(host[0]), pick(x_now), *(pick(v) for v in host[1:]), key)
-            out.append([np.asarray(o)[:part.size] for o in res])
-        return [np.concatenate(o) for o in zip(*out)]
-
-    block = -(-CPU_BLOCK // n_dev) * n_dev
-    if cpu:
-        fun, x, conv, status = launch(kernels[0], np.arange(n_rows), np.asarray(x0), block)
-    else:
-        fun, x, conv, status = (np.asarray(a).copy() for a in kernels[0](problem, rows[0], x0, *rows[1:], key))
-    for kernel, (_, div) in zip(kernels[1:], PASSES[1:]):
-        # a row continues while any of its starts is still running (a converged start stops at once)
-        redo = np.nonzero(np.any(status.reshape(len(status), -1) == 1, axis=1))[0]
-        if redo.size == 0:
-            break
-        size = block if cpu else -(-max(n_rows // div, 1) // n_dev) * n_dev
-        fun[redo], x[redo], conv[redo], status[redo] = launch(kernel, redo, x, size)
+            out = kernel(problem, pick(host[0]), pick(x), *(pick(v) for v in host[1:]), key)
+            n = part.size
+            fun[part], x[part], conv[part], status[part] = (np.asarray(o)[:n] for o in out)
     return fun, x, conv
 
 
