@@ -45,6 +45,7 @@ def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONG_MODULES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable
 
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs(request):
     """In the slow job (``-m slow``), after each test module, drop JAX's compiled programs (the

@@ -229,10 +229,10 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
     return jax.jit(one)
 
 
-def _batch_step(problem, n_starts: int, chunk) -> int:
-    """Data sets per launch of :func:`solve_batch` (every start counts as a row of :func:`launch_size`)."""
-    n = problem.data.shape[0]
-    return max(1, launch_size(n * n_starts, None if chunk is None else chunk * n_starts) // n_starts)
+def _batch_step(n_starts: int, chunk) -> int:
+    """Data sets per launch of :func:`solve_batch` (every start counts as a row of :func:`launch_size`),
+    whatever their number: a shorter last launch is padded (:func:`padded_rows`)."""
+    return max(1, launch_size(1 << 30, None if chunk is None else chunk * n_starts) // n_starts)
 
 
 def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
@@ -247,8 +247,7 @@ def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
     solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data", multi)
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     fixed = jnp.zeros(0, dtype=problem.values.dtype)
-    n_s = int(np.shape(x0)[1]) if multi else 1
-    step = max(1, launch_size(1 << 30, None if chunk is None else chunk * n_s) // n_s)
+    step = _batch_step(int(np.shape(x0)[1]) if multi else 1, chunk)
     outs = []
     for a in range(0, n, step):
         r = min(step, n - a)
@@ -265,7 +264,7 @@ def continue_batch(problem, res, *, max_iter: int, edm_tol: float, chunk=None):
     data sets that hold one (padded to the first launch's shapes, so nothing recompiles)."""
     n = problem.data.shape[0]
     multi = np.ndim(res.x) == 3
-    step = _batch_step(problem, res.x.shape[1] if multi else 1, chunk)
+    step = _batch_step(res.x.shape[1] if multi else 1, chunk)
     for _ in range(CONTINUE_PASSES):
         redo = np.asarray(res.status) == 1
         rows = np.nonzero(redo.reshape(n, -1).any(axis=1))[0]

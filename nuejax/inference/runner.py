@@ -42,7 +42,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ..errors import InputError
-from .fitting import launch_size
+from .fitting import launch_size, pad_rows
 
 __all__ = ["RunStore", "run_rows", "merge_runs", "fingerprint", "Progress", "default_chunk", "parse_shard"]
 
@@ -287,11 +287,8 @@ def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
         step = per_launch * n_dev
         part = {k: v[a:a + step] for k, v in rows.items()}
         m = len(next(iter(part.values())))
-        pad = step - m
-        if pad:
-            part = {k: np.concatenate([v, np.repeat(v[:1], pad, axis=0)]) for k, v in part.items()}
         try:
-            part = {k: jax.device_put(jnp.asarray(v), sharding) for k, v in part.items()}
+            part = {k: jax.device_put(pad_rows(jnp.asarray(v), step), sharding) for k, v in part.items()}
             res = kernel(part)
             outs.append({k: np.asarray(v)[:m] for k, v in res.items()})
         except Exception as err:  # JAX raises its runtime error type, which moved between versions
