@@ -380,3 +380,26 @@ def test_cpu_launch_size():
         assert launch_size(1000, None) == CPU_CHUNK and launch_size(10, None) == 10
     else:
         assert launch_size(1000, None) == 1000
+
+def test_rows_one_after_another_equal_the_vmapped_rows():
+    """over_rows: the CPU's row-by-row loop (each row's Newton loop ends when it converges, rows
+    repeating the first take its result) gives the fits of the vmapped launch, row for row."""
+    from nuejax.inference.fitting import over_rows
+
+    rb = lambda x, a: (a - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2  # noqa: E731
+
+    def solve(x0, a):
+        return minimize_bounded(rb, x0, a, [-2.0, -2.0], [2.0, 3.0], max_iter=200)
+
+    x0 = jnp.array([[-1.2, 1.0], [0.9, 0.8], [-1.2, 1.0], [1.5, -1.0], [-1.2, 1.0], [-1.2, 1.0]])
+    a = jnp.array([1.0, 1.0, 1.0, 0.5, 1.2, 1.0])  # rows 2 and 5 repeat row 0; row 4 differs in a alone
+    seq = jax.jit(over_rows(solve, (0, 0), sequential=True))(x0, a)
+    vec = jax.jit(over_rows(solve, (0, 0), sequential=False))(x0, a)
+    for name in ("x", "fun", "converged", "n_iter", "status"):
+        np.testing.assert_allclose(np.asarray(getattr(seq, name)), np.asarray(getattr(vec, name)), rtol=1e-10,
+                                   atol=1e-12, err_msg=name)
+    n_iter = np.asarray(seq.n_iter)
+    assert len(set(n_iter.tolist())) > 1  # rows of different lengths: each ran its own loop
+    np.testing.assert_allclose(np.asarray(seq.x)[[0, 1, 2, 3, 5]], [[1, 1], [1, 1], [1, 1], [0.5, 0.25], [1, 1]],
+                               atol=1e-3)  # the minima (a, a^2), to the EDM tolerance's precision in x
+    np.testing.assert_allclose(np.asarray(seq.x)[4], [1.2, 1.44], atol=1e-3)

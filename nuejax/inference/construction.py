@@ -205,9 +205,9 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
 
 def base_config(kind, pr: Construction, key, n_toys, resample_aux, max_iter, extra):
     from .. import __version__
-    from .toys import PASSES, TOY_DESIGN
+    from .toys import TOY_DESIGN, passes
 
-    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in PASSES], "toy_design": TOY_DESIGN,
+    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in passes()], "toy_design": TOY_DESIGN,
             "poi": list(pr.poi),
             "nuisances": list(pr.nuis), "n_toys": int(n_toys),
             "key": key_data(key).tolist(), "resample_aux": bool(resample_aux), "max_iter": int(max_iter),

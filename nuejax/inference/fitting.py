@@ -28,10 +28,10 @@ from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
 
-__all__ = ["EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "end_point_report", "launch_size",
-           "make_fit_result", "multistart", "newton_fit", "objective", "objective_at", "one_sided_errors", "pad_rows",
-           "padded_rows", "profile_starts",
-           "solve_batch", "value_grad_hess", "value_grad_hessian", "hessian_route"]
+__all__ = ["CPU_ROW_FLOPS", "EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
+           "end_point_report", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "solve_batch", "value_grad_hess", "value_grad_hessian",
+           "hessian_route"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
@@ -217,16 +217,101 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
     structure does not recompile."""
     one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol)
     if multi:
-        one = jax.vmap(one, in_axes=(None, None, 0))
+        one = over_rows(one, (None, None, 0), costly_objective)
     if batch == "fixed":
-        return jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
+        return jax.jit(over_rows(one, (None, 0, 0), costly_objective))
     if batch in ("data", "data_aux"):
         def on_data(problem, data, aux, fixed, x0):
             return one(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
 
+        def costly(problem, data, aux, fixed, x0):
+            return costly_objective(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
+
         axes = (None, 0, 0 if batch == "data_aux" else None, None, 0)
-        return jax.jit(jax.vmap(on_data, in_axes=axes))
+        return jax.jit(over_rows(on_data, axes, costly))
     return jax.jit(one)
+
+
+#: On the CPU, rows whose -2 ln L costs at least this many flops per evaluation (XLA's cost
+#: analysis) run one after another (:func:`over_rows`); cheaper ones stay ``vmap``-ped, where the
+#: per-operation overhead of a row at a time dominates: a Feldman-Cousins row of the one-bin
+#: counting model of tests/test_discrete_neyman.py (101 flops) took 47 s row by row against 20 s
+#: vmapped, while 1000 toy fits of the default model's fast path (3.6e5 flops) took 3.3 s row by
+#: row against 4.1 s (2 cores). Where between the two the crossing lies was not measured.
+CPU_ROW_FLOPS = 10_000
+
+
+def _shapes(tree):
+    def one(a):
+        if a is None or isinstance(a, jax.ShapeDtypeStruct):
+            return a
+        return jax.ShapeDtypeStruct(jnp.shape(a), jnp.result_type(a))
+
+    return jax.tree_util.tree_map(one, tree)
+
+
+def costly_objective(problem, fixed, x) -> bool:
+    """Whether one evaluation of -2 ln L of ``problem`` at a start ``x`` (its last axis the fitted
+    parameters) costs at least :data:`CPU_ROW_FLOPS` flops, by XLA's cost analysis of the lowered
+    program (decided while tracing, from shapes alone)."""
+    x1 = jnp.reshape(x, (-1, jnp.shape(x)[-1]))[0]
+    cost = jax.jit(objective).lower(*_shapes((x1, (problem, fixed)))).cost_analysis()
+    if isinstance(cost, (list, tuple)):  # older JAX: one dict per program
+        cost = cost[0] if cost else {}
+    return float((cost or {}).get("flops", 0.0)) >= CPU_ROW_FLOPS
+
+
+def over_rows(f, in_axes, sequential=None):
+    """``f`` over the leading axis of its arguments whose ``in_axes`` entry is 0 (the others shared):
+    ``jax.vmap``, or on the CPU, where ``sequential`` says so, one row after another
+    (``lax.scan``), each row's Newton loop ending when *it* has converged.
+
+    A ``vmap``-ped while loop runs every row until the slowest has converged, which on the
+    accelerators costs little (the rows run side by side) but on the CPU costs the slowest row's
+    iterations times the rows: on 2 cores the profile scans of the Phase-III NSI analysis went
+    from 46 s to 19 s (ε^L_ee) and 134 s to 47 s (the 2-D region), and 1000 toy fits of the
+    default model from 4.1 s to 3.3 s (benchmarks/NOTES.md). A row equal to the first one in every
+    mapped leaf (the padding of :func:`pad_rows`, a repeated start) is not fitted again: it takes
+    the first row's result, which it would have reproduced.
+
+    ``sequential``: True or False forces one or the other; None: row by row on the CPU; a callable:
+    called while tracing with the first row's arguments, row by row on the CPU where it returns
+    True (the solvers pass :func:`costly_objective`)."""
+    if sequential is None or callable(sequential):
+        if jax.default_backend() != "cpu":
+            return jax.vmap(f, in_axes=in_axes)
+    elif not sequential:
+        return jax.vmap(f, in_axes=in_axes)
+    decide = sequential if callable(sequential) else None
+
+    def mapped(*args):
+        rows = tuple(a for a, ax in zip(args, in_axes) if ax == 0)
+        if decide is not None:
+            first_args = [a[0] if ax == 0 else a for a, ax in zip(args, in_axes)]
+            if not decide(*first_args):
+                return jax.vmap(f, in_axes=in_axes)(*args)
+
+        def call(row):
+            it = iter(row)
+            return f(*[next(it) if ax == 0 else a for a, ax in zip(args, in_axes)])
+
+        call = jax.jit(call)  # traced once, for its output's shape and for the loop's body
+        first = jax.tree_util.tree_map(lambda a: a[0], rows)
+        shape = jax.eval_shape(call, first)
+        init = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shape)
+        n = jax.tree_util.tree_leaves(rows)[0].shape[0]
+
+        def body(row0_out, xs):
+            i, row = xs
+            same = i > 0
+            for a, b in zip(jax.tree_util.tree_leaves(row), jax.tree_util.tree_leaves(first)):
+                same = same & jnp.all(a == b)
+            out = jax.lax.cond(same, lambda _: row0_out, call, row)
+            return jax.tree_util.tree_map(lambda o, c: jnp.where(i == 0, o, c), out, row0_out), out
+
+        return jax.lax.scan(body, init, (jnp.arange(n), rows))[1]
+
+    return mapped
 
 
 def _batch_step(n_starts: int, chunk) -> int:
@@ -536,7 +621,7 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None
 
 def batch_fit(model, data, init: Mapping | None = None, names=None, *, aux=None, starts=DEFAULT_STARTS,
               max_iter: int = 100, edm_tol: float = EDM_TOL, chunk: int | None = None) -> BatchFitResult:
-    """Fit every row of ``data`` (shape (n, n_obs)): one compiled, ``vmap``-ped launch of the
+    """Fit every row of ``data`` (shape (n, n_obs)): one compiled launch (:func:`over_rows`) of the
     bound-constrained Newton solver over rows and the starts of a multi-start design (``starts``,
     :mod:`~nuejax.inference.starts`; each row takes the lowest end point that passes the KKT test)
     (``chunk`` splits it into launches of that many rows; on the CPU the default is

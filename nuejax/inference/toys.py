@@ -22,7 +22,8 @@ auxiliary measurements and number of Poisson parts.
 toy on the device and fits it twice with the bound-constrained Newton solver
 (:func:`~nuejax.inference.newton.minimize_bounded`): with the parameters of interest free inside
 their bounds (the global fit) and fixed at the tested values (the conditional fit), the nuisance
-parameters profiled in both. All rows are one ``vmap``-ped program.
+parameters profiled in both. All rows are one program (``vmap``-ped on accelerators, one row after
+another on the CPU: :func:`~nuejax.inference.fitting.over_rows`).
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fitting import hessian_route, objective, value_grad_hessian
+from .fitting import costly_objective, hessian_route, objective, over_rows, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
                      symmetry_starts)
 
-__all__ = ["PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "draw_parts", "resample_flags", "row_index", "toy", "toy_fits", "toy_starts"]
+__all__ = ["CPU_PASSES", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "draw_parts", "passes", "resample_flags", "row_index", "toy",
+           "toy_fits", "toy_starts"]
 
 #: Output arrays of :func:`toy_fits` per row.
 TOY_FIT_KEYS = ("t", "f_global", "f_cond", "poi_hat", "nuis_hat", "conv_global", "conv_cond")
@@ -86,9 +88,9 @@ def _toy_data(problem: FitProblem, gen_x, index, key, resample, parts):
     return counts, flatten_aux(aux, problem.aux_shapes)
 
 
-def _fit_from(fit, x0):
+def _fit_from(fit, x0, costly=None):
     """``fit(x0)`` from one start (d,), or from each of several (S, d) (a multi-start design)."""
-    return jax.vmap(fit)(x0) if x0.ndim == 2 else fit(x0)
+    return over_rows(fit, (0,), costly)(x0) if x0.ndim == 2 else fit(x0)
 
 
 def _asimov_data(problem: FitProblem, gen_x):
@@ -121,7 +123,13 @@ def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resample, part
                              max_iter=max_iter, edm_tol=edm_tol, pinned=pin_mask, vgh=vgh)
         return r.fun - pin_penalty(r.x, pins), r.x, r.converged, r.status
 
-    return _fit_from(fit, x0)
+    return _fit_from(fit, x0, lambda x: costly_objective(pr, pins, x))
+
+
+def _costly_row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resample, parts, asimov):
+    """:func:`~nuejax.inference.fitting.costly_objective` of a row of :func:`_row` (its toy's shapes)."""
+    counts, aux = jax.eval_shape(lambda: _row_data(problem, gen_x, index, key, resample, parts, asimov))
+    return costly_objective(dataclasses.replace(problem, data=counts, aux_flat=aux), Pins(pin_mask, pin_values), x0)
 
 
 #: Passes over a batch (:func:`toy_fits`): (iterations, 1 / fraction of the batch per launch;
@@ -134,6 +142,16 @@ def _row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resample, part
 #: ``max_iter`` continue in up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more such
 #: launches (the same compiled kernel): a start crawling along a curved valley between branches.
 PASSES = ((10, 1),) + ((None, 8),) * (1 + CONTINUE_PASSES)
+#: The passes on the CPU, where the rows run one after another (:func:`~nuejax.inference.fitting.over_rows`)
+#: and each stops when it converges: the first pass needs no cap, so one compiled kernel serves every
+#: pass (a Feldman-Cousins construction compiles half the row programs it compiles with :data:`PASSES`).
+CPU_PASSES = ((None, 1),) + ((None, 8),) * (1 + CONTINUE_PASSES)
+
+
+def passes() -> tuple:
+    """The passes of the default backend: :data:`CPU_PASSES` on the CPU, else :data:`PASSES`."""
+    return CPU_PASSES if jax.default_backend() == "cpu" else PASSES
+
 
 #: What :func:`toy_starts` designs (stored in a construction's configuration: a run stored with
 #: another design is not resumed with this one).
@@ -152,7 +170,8 @@ def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple
     :func:`toy_starts`). ``mesh``: rows split over its devices, each device running its own rows
     (:func:`_shard_rows`)."""
     opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
-    row = jax.vmap(functools.partial(_row, **opts), in_axes=(None, 0, 0, 0, 0, 0, None))
+    row = over_rows(functools.partial(_row, **opts), (None, 0, 0, 0, 0, 0, None),
+                    functools.partial(_costly_row, resample=resample, parts=parts, asimov=asimov))
     if mesh is None:
         return jax.jit(row)
     if mesh.devices.flat[0].platform == "cpu":
@@ -183,9 +202,9 @@ def _one_device_at_a_time(kernel, mesh):
 
 def pass_kernels(max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
                  mesh=None) -> list:
-    """The kernel of :func:`compiled_toy_fits` for each pass of :data:`PASSES` (its iteration
+    """The kernel of :func:`compiled_toy_fits` for each pass of :func:`passes` (its iteration
     cap, at most ``max_iter``), on the devices of ``mesh`` (None: one device)."""
-    caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in PASSES]
+    caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in passes()]
     return [compiled_toy_fits(cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov, mesh)
             for cap in caps]
 
@@ -224,7 +243,7 @@ def _shard_rows(fun, mesh, n_row_args: int):
 
 def _in_passes(kernels, problem, rows: tuple, x0, key):
     """Run ``kernels[0]`` on every row, then each next kernel from where the last stopped on the
-    rows that hit its iteration limit (status 1), in launches of the :data:`PASSES` fraction of the
+    rows that hit its iteration limit (status 1), in launches of the :func:`passes` fraction of the
     batch (one compiled shape per pass, however many rows continue). ``rows`` are the per-row
     inputs besides ``x0``: the generating point first, then the others. Each row's result depends
     on that row alone, whatever the batch."""
@@ -236,7 +255,7 @@ def _in_passes(kernels, problem, rows: tuple, x0, key):
     n_rows = int(np.shape(x0)[0])
     fun, x, conv, status = (np.asarray(a).copy() for a in (fun, x, conv, status))
     host = [np.asarray(a) for a in per_row]
-    for kernel, (_, div) in zip(kernels[1:], PASSES[1:]):
+    for kernel, (_, div) in zip(kernels[1:], passes()[1:]):
         # a row continues while any of its starts is still running (a converged start stops at once)
         redo = np.nonzero(np.any(status.reshape(len(status), -1) == 1, axis=1))[0]
         if redo.size == 0:
@@ -415,7 +434,7 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     conditional fit's nuisances and the two fits' KKT flags. Fits start at the generating point, or
     from every start of the multi-start designs ``designs`` = (global (U, S, d), conditional
     (U, S_c, d − k)) with ``design_index`` (n,) each row's design (:func:`toy_starts`; each fit
-    keeps its lowest end point that passes the KKT test), and run in the passes of :data:`PASSES`
+    keeps its lowest end point that passes the KKT test), and run in the passes of :func:`passes`
     (a fit still running after a pass continues from where it stopped in a launch of only such
     rows; at most 10 + (1 + CONTINUE_PASSES) ``max_iter`` iterations in all). ``parts``: see :func:`draw_parts`;
     ``resample``: :func:`resample_flags`. No checks: callers check once, eagerly."""
