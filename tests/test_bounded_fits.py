@@ -403,3 +403,23 @@ def test_rows_one_after_another_equal_the_vmapped_rows():
     np.testing.assert_allclose(np.asarray(seq.x)[[0, 1, 2, 3, 5]], [[1, 1], [1, 1], [1, 1], [0.5, 0.25], [1, 1]],
                                atol=1e-3)  # the minima (a, a^2), to the EDM tolerance's precision in x
     np.testing.assert_allclose(np.asarray(seq.x)[4], [1.2, 1.44], atol=1e-3)
+
+
+def test_the_row_decider_sees_the_first_row_of_every_input():
+    """over_rows with a callable decider (the solvers' costly_objective): it is called with the
+    first row of each mapped input, a PyTree such as Pins included, and the rows' results follow."""
+    from nuejax.inference.fitting import over_rows
+    from nuejax.inference.problem import Pins
+
+    seen = []
+
+    def decide(shared, pins, x):
+        seen.append((type(pins).__name__, np.shape(pins.mask), np.shape(pins.values), np.shape(x)))
+        return True
+
+    f = lambda shared, pins, x: shared * jnp.sum(jnp.where(pins.mask, pins.values, x))  # noqa: E731
+    pins = Pins(jnp.array([[True, False]] * 3), jnp.ones((3, 2)))
+    out = jax.jit(over_rows(f, (None, 0, 0), decide))(2.0, pins, jnp.arange(6.0).reshape(3, 2))
+    np.testing.assert_allclose(np.asarray(out), [4.0, 8.0, 12.0])
+    if jax.default_backend() == "cpu":
+        assert seen == [("Pins", (2,), (2,), (2,))]

@@ -204,10 +204,10 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
     structure: its fitted and per-point names and bounds), called
 
     * ``batch=None``: ``solve(problem, fixed, x0)``, one fit;
-    * ``batch='fixed'``: ``solve(problem, fixed, x0)`` ``vmap``-ped over scan points ``fixed``
+    * ``batch='fixed'``: ``solve(problem, fixed, x0)`` over scan points ``fixed`` (:func:`over_rows`)
       (n, k) and their starts (n, d), or (n, c, d) candidates of which each fit takes the lowest
       (:func:`profile_starts`);
-    * ``batch='data'`` / ``'data_aux'``: ``solve(problem, data, aux, fixed, x0)`` ``vmap``-ped over
+    * ``batch='data'`` / ``'data_aux'``: ``solve(problem, data, aux, fixed, x0)`` over
       data sets (n, n_obs), starts (n, d) and, with ``'data_aux'``, flat auxiliary measurements
       (n, n_aux); the problem's own data (and, with ``'data_aux'``, its aux) are not read.
 
@@ -287,7 +287,8 @@ def over_rows(f, in_axes, sequential=None):
     def mapped(*args):
         rows = tuple(a for a, ax in zip(args, in_axes) if ax == 0)
         if decide is not None:
-            first_args = [a[0] if ax == 0 else a for a, ax in zip(args, in_axes)]
+            first_args = [jax.tree_util.tree_map(lambda v: v[0], a) if ax == 0 else a
+                          for a, ax in zip(args, in_axes)]
             if not decide(*first_args):
                 return jax.vmap(f, in_axes=in_axes)(*args)
 
