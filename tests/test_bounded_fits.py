@@ -381,6 +381,7 @@ def test_cpu_launch_size():
     else:
         assert launch_size(1000, None) == 1000
 
+
 def test_rows_one_after_another_equal_the_vmapped_rows():
     """over_rows: the CPU's row-by-row loop (each row's Newton loop ends when it converges, rows
     repeating the first take its result) gives the fits of the vmapped launch, row for row."""

@@ -30,8 +30,8 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
 
 __all__ = ["CPU_ROW_FLOPS", "EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
            "end_point_report", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
-           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "solve_batch", "value_grad_hess", "value_grad_hessian",
-           "hessian_route"]
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "solve_batch", "value_grad_hess",
+           "value_grad_hessian", "hessian_route"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
@@ -286,10 +286,10 @@ def over_rows(f, in_axes, sequential=None):
 
     def mapped(*args):
         rows = tuple(a for a, ax in zip(args, in_axes) if ax == 0)
+        first = jax.tree_util.tree_map(lambda a: a[0], rows)  # each mapped input's first row
         if decide is not None:
-            first_args = [jax.tree_util.tree_map(lambda v: v[0], a) if ax == 0 else a
-                          for a, ax in zip(args, in_axes)]
-            if not decide(*first_args):
+            it = iter(first)
+            if not decide(*[next(it) if ax == 0 else a for a, ax in zip(args, in_axes)]):
                 return jax.vmap(f, in_axes=in_axes)(*args)
 
         def call(row):
@@ -297,7 +297,6 @@ def over_rows(f, in_axes, sequential=None):
             return f(*[next(it) if ax == 0 else a for a, ax in zip(args, in_axes)])
 
         call = jax.jit(call)  # traced once, for its output's shape and for the loop's body
-        first = jax.tree_util.tree_map(lambda a: a[0], rows)
         shape = jax.eval_shape(call, first)
         init = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shape)
         n = jax.tree_util.tree_leaves(rows)[0].shape[0]
