@@ -132,3 +132,34 @@ def test_toy_pulls_of_a_constrained_nuisance_have_unit_width():
         else:
             assert np.all(np.asarray(aux[0]) == 1.0)
     assert widths[(False,)] < 0.9 < widths[(True,)]
+
+
+def test_release_and_fix_on_a_model_equal_the_parameter_set_route():
+    from nuejax.model.combine import combine
+
+    m = _fixed()
+    assert m.parameters["mu_nu"].fixed
+    freed = m.release("mu_nu", "eps_ee_L")
+    assert freed.parameters == m.parameters.release("mu_nu", "eps_ee_L")
+    assert set(freed.parameters.free_names) - set(m.parameters.free_names) == {"mu_nu", "eps_ee_L"}
+    fixed = freed.fix("eps_ee_L", mu_nu=0.5)
+    assert fixed.parameters == freed.parameters.fix("eps_ee_L", mu_nu=0.5)
+    assert float(fixed.parameters["mu_nu"].value) == 0.5 and fixed.parameters["mu_nu"].fixed
+    both = combine(m, m, labels=("a", "b"), shared=("mu_nu",))
+    assert not both.release("mu_nu").parameters["mu_nu"].fixed
+    with pytest.raises(ParameterError, match="mu_nuu"):
+        m.release("mu_nuu")
+
+
+def test_stage_clock_records_when_each_stage_began():
+    from nuejax.analyses._clock import StageClock
+
+    said = []
+    say = StageClock(said.append)
+    say("[1/2] first")
+    say("      detail")
+    say("[2/2] second")
+    say("[2/2] (repeated: the first time is kept)")
+    assert said[1] == "      detail" and len(said) == 4
+    assert list(say.starts) == ["1/2", "2/2"]
+    assert 0.0 <= say.starts["1/2"] <= say.starts["2/2"] <= say.elapsed()

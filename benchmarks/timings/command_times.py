@@ -61,7 +61,7 @@ def _run(command: str, extra: list, env: dict, out_dir: Path, timeout: float | N
     try:
         summary = json.loads(p.stdout.strip().splitlines()[-1])
         rec["seconds"] = summary.get("seconds")
-        if summary.get("phase_start_seconds"):  # when each stage began (nuejax xenonnt)
+        if summary.get("phase_start_seconds"):  # when each stage began (the analysis commands)
             rec["phase_start_seconds"] = summary["phase_start_seconds"]
     except (json.JSONDecodeError, IndexError, AttributeError):
         rec["seconds"] = None

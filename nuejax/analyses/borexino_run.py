@@ -12,7 +12,6 @@ the free rates (as in Borexino's NSI analysis, arXiv:1905.03512).
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import jax
@@ -21,6 +20,7 @@ import numpy as np
 from ..inference import (DEFAULT_STARTS, goodness_of_fit, newton_fit, one_sided_threshold, profile_scan, profile_scan_2d,
                          refine_scan)
 from ..io.borexino import packaged_borexino_cno_profile
+from ._clock import StageClock
 from .borexino import PUBLISHED_CNO, Phase3Choices, borexino_phase3_model, sm_rates, ssm_constrained
 
 __all__ = ["CNO_POINTS", "run_borexino"]
@@ -41,10 +41,6 @@ EPS_2D = (np.concatenate([np.linspace(-1.75, -1.2, 6), np.linspace(-0.3, 0.35, 6
 SCAN_ITER = 40
 
 
-def _release(model, *names):
-    return model.with_parameters(model.parameters.release(*names))
-
-
 def _interval(scan, cl=0.9):
     """The region that contains the best fit, every region below the threshold (two when the
     sign-flip degeneracy g + ε -> -g of the coupling also fits), the index of the first among
@@ -61,8 +57,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     """Run the analysis, write ``summary.json`` (and figures) into ``out`` and return the summary.
     ``starts``: the multi-start design of every fit and scan (:mod:`nuejax.inference.starts`; 1:
     the single start, a third less time, blind to the second ε^L_ee branch)."""
-    say = progress or (lambda msg: None)
-    t_start = time.perf_counter()
+    say = StageClock(progress)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
     say("[1/6] calibration and model")
@@ -92,7 +87,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     say("[5/6] magnetic moment (solar rates constrained to the SSM): one-sided 90% CL upper limit")
     sm_rates_used = sm_rates()
     m_ssm = ssm_constrained(model, sm_rates_used)
-    m_mu = _release(m_ssm, "mu_nu")
+    m_mu = m_ssm.release("mu_nu")
     fit_mu = newton_fit(m_mu, counts, one_sided=False, starts=starts)
     mu_scan = profile_scan(m_mu, counts, "mu_nu", MU_GRID, global_fit=fit_mu, n_iter=SCAN_ITER, starts=starts)
     mu_scan = refine_scan(m_mu, counts, mu_scan, (one_sided_threshold(0.9),), points=MU_REFINE, global_fit=fit_mu,
@@ -104,7 +99,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
         + "".join(f"; at the limit {n} sits on its {side} bound" for n, side in mu_held.items()))
 
     say("[6/6] NSI: eps_ee_L and eps_ee_R, each with the other free, and the 2-D region")
-    m_eps = _release(m_ssm, "eps_ee_L", "eps_ee_R")
+    m_eps = m_ssm.release("eps_ee_L", "eps_ee_R")
     fit_eps = newton_fit(m_eps, counts, one_sided=False, starts=starts)
     sL = profile_scan(m_eps, counts, "eps_ee_L", EPS_L_GRID, global_fit=fit_eps, n_iter=SCAN_ITER,
                       starts=starts)
@@ -164,7 +159,8 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     for name, obj in (("fit", result), ("cno_scan", cno), ("mu_nu_scan", mu_scan), ("eps_ee_L_scan", sL),
                       ("eps_ee_R_scan", sR), ("eps_2d_scan", s2)):
         obj.save(outdir / f"{name}.json")
-    summary["seconds"] = time.perf_counter() - t_start
+    summary["seconds"] = say.elapsed()
+    summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

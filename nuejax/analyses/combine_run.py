@@ -18,7 +18,6 @@ rebuilt with both mediators on their fast path, the mediators' couplings and mas
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import numpy as np
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
 from ..model.combine import combine
 from ..model.fast import fast_model
+from ._clock import StageClock
 from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
@@ -48,15 +48,10 @@ MEDIATOR_GRID = {"ratios": np.logspace(-2, 4, 13), "refine_points": 9}
 SCAN_ITER = 40
 
 
-def _release(model, *names):
-    return model.with_parameters(model.parameters.release(*names))
-
-
 def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, progress=None) -> dict:
     """Run the combination (module docstring); write ``summary.json`` and figures into ``out``.
     ``masses``: mediator masses [MeV] of the exclusion curves (empty: none)."""
-    say = progress or (lambda msg: None)
-    t0 = time.perf_counter()
+    say = StageClock(progress)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
     say("[1/5] models: Borexino Phase III (SSM-constrained rates), XENONnT SR0 (B0 with the package's SM)")
@@ -75,7 +70,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for name, m in models.items():
-            mm = _release(m, "mu_nu")
+            mm = m.release("mu_nu")
             r = newton_fit(mm, data[name], one_sided=False, starts=1)
             s = profile_scan(mm, data[name], "mu_nu", MU_GRID, global_fit=r, n_iter=SCAN_ITER, starts=1)
             ul, two = s.upper_limit(0.9), s.interval(0.9).upper
@@ -86,7 +81,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
             say(f"      {name}: mu_nu < {per[name]['mu_nu_upper_90']} mu_B (one-sided q~), "
                 f"{per[name]['mu_nu_upper_90_two_sided']} (two-sided)")
         # asymptotic: no toys, so no auxiliary measurement is redrawn (Borexino's 210Bi bound has none)
-        asym = cls_upper_limit(_release(both, "mu_nu"), data["combined"], "mu_nu", MU_TEST, resample_aux=False)
+        asym = cls_upper_limit(both.release("mu_nu"), data["combined"], "mu_nu", MU_TEST, resample_aux=False)
     expected = asym.expected_sb.get("0")
 
     regions = {}
@@ -96,7 +91,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for name, m in models.items():
-                mm = _release(m, "eps_ee_L", "eps_ee_R")
+                mm = m.release("eps_ee_L", "eps_ee_R")
                 r = newton_fit(mm, data[name], one_sided=False)
                 s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r,
                                      n_iter=SCAN_ITER, chunk=27)
@@ -151,7 +146,8 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         s2.save(outdir / f"eps_scan_{name}.json")
     if plots:
         _plots(outdir, scans, regions, curves)
-    summary["seconds"] = time.perf_counter() - t0
+    summary["seconds"] = say.elapsed()
+    summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

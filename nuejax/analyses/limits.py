@@ -77,8 +77,8 @@ def run_limits(outdir="nuejax_limits", *, n_toys: int = 400, n_grid: int = 11, n
     say(f"[1/4] building the default model (n_T = {n_T}) and its fast path on {len(devices)} "
         f"{devices[0].platform} device(s)")
     base = fast_model(borexino_like_model(n_T=n_T))
-    m_mu = base.with_parameters(base.parameters.release("mu_nu"))
-    m_eps = base.with_parameters(base.parameters.release("eps_ee_L", "eps_ee_R"))
+    m_mu = base.release("mu_nu")
+    m_eps = base.release("eps_ee_L", "eps_ee_R")
     counts = np.asarray(base.expected(base.defaults())) if data is None else read_counts(data, base.n_obs)
     say(f"[2/4] data: {'Standard-Model Asimov' if data is None else data} ({counts.sum():.0f} events); grids from "
         "the profile likelihood")

@@ -28,7 +28,6 @@ Results:
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from pathlib import Path
 
@@ -38,6 +37,7 @@ import numpy as np
 from ..inference import cls_upper_limit, feldman_cousins, fit, profile_scan
 from ..model.fast import fast_model
 from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
+from ._clock import StageClock
 from .xenonnt import xenonnt_sr0_model
 
 __all__ = ["MU_GRID", "run_xenonnt"]
@@ -50,10 +50,6 @@ EPS_R_GRID = np.linspace(-2.0, 2.0, 17)
 SCAN_ITER = 40
 
 
-def _release(model, *names):
-    return model.with_parameters(model.parameters.release(*names))
-
-
 def _regions(scan, cl=0.9):
     iv = scan.interval(cl)
     return {"interval": [iv.lower, iv.upper], "regions": [list(r) for r in iv.regions], "convention": iv.convention}
@@ -64,15 +60,7 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     """Run the analysis (module docstring), write ``summary.json`` and figures into ``out`` and
     return the summary. ``n_toys``: toys per tested μ_ν value of the constructions (0: asymptotic
     only); ``unbinned``: the extended unbinned likelihood of the 433 events instead of 1-keV bins."""
-    t0 = time.perf_counter()
-    phases = {}
-    _say = progress or (lambda msg: None)
-
-    def say(msg):
-        if msg.startswith("["):
-            phases[msg[1:4]] = time.perf_counter() - t0
-        _say(msg)
-
+    say = StageClock(progress)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
     say(f"[1/5] model: XENONnT SR0, B0 with the package's SM solar neutrinos ({'unbinned' if unbinned else 'binned'})")
@@ -84,7 +72,7 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     key = jax.random.PRNGKey(seed)
 
     say("[2/5] mu_nu: fit, profile, asymptotic q~ and CLs")
-    m_mu = _release(model, "mu_nu")
+    m_mu = model.release("mu_nu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         fit_mu = fit(m_mu, data)
@@ -124,7 +112,7 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     pcl = None if raw is None else (max(raw, minus1) if minus1 is not None else raw)
 
     say("[4/5] NSI: eps_ee_L and eps_ee_R (the other free), 90% CL")
-    m_eps = _release(model, "eps_ee_L", "eps_ee_R")
+    m_eps = model.release("eps_ee_L", "eps_ee_R")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         fit_eps = fit(m_eps, data)
@@ -176,8 +164,8 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
         toys.save(outdir / "mu_nu_cls_toys.json")
     if plots:
         _plots(outdir, m_mu, data, fit_mu, mu_scan, sL, sR, mediators, unbinned)
-    summary["seconds"] = time.perf_counter() - t0
-    summary["phase_start_seconds"] = phases
+    summary["seconds"] = say.elapsed()
+    summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

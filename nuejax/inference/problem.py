@@ -108,7 +108,7 @@ class FitProblem:
                 raise ParameterError(f"parameter(s) {sorted(dup)} listed twice (fitted and fixed, or repeated)")
         if not names:
             raise ParameterError("no parameter to fit: every parameter is fixed (release some with "
-                                 "model.with_parameters(model.parameters.release(...)))")
+                                 "model.release(...))")
         init = ps.check_overrides(init, "start")
         arrays = {k: v for k, v in init.items() if np.ndim(v) > 0}
         if arrays and not batch:

@@ -194,6 +194,16 @@ class AbstractModel(abc.ABC):
             raise ParameterError(f"parameter set has parameter(s) {sorted(extra)} that the model does not read")
         return dataclasses.replace(self, parameters=parameters)
 
+    def release(self, *names: str):
+        """The same model with ``names`` free: ``model.release("mu_nu")`` is
+        ``model.with_parameters(model.parameters.release("mu_nu"))``."""
+        return self.with_parameters(self.parameters.release(*names))
+
+    def fix(self, *names: str, **values):
+        """The same model with ``names`` fixed at their defaults and ``name=value`` pairs fixed at
+        that value (:meth:`~nuejax.model.parameters.ParameterSet.fix`)."""
+        return self.with_parameters(self.parameters.fix(*names, **values))
+
     def asimov(self, params=None):
         """Asimov data set at ``params`` (default: the defaults): the expected counts (binned), or
         the likelihood stage's form of them (:meth:`~nuejax.model.likelihood.UnbinnedPoisson.asimov_data`)."""

@@ -42,7 +42,7 @@ def injection_recovery(model, case: str, *, values=None) -> InjectionResult:
     from ..model import fast_model
 
     name, injected, grid = CASES[case]
-    model = model.with_parameters(model.parameters.release(name))
+    model = model.release(name)
     data = model.asimov(model.parameters.values({name: injected}))
     fast = fast_model(model)
     start = {name: 0.5 * injected}
