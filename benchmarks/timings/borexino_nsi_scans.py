@@ -55,7 +55,7 @@ def main(argv=None):
 
     model, data, _ = step(0, "model", borexino_phase3_model)
     counts = np.asarray(data.counts)
-    m = br._release(ssm_constrained(model, sm_rates()), "eps_ee_L", "eps_ee_R")
+    m = ssm_constrained(model, sm_rates()).release("eps_ee_L", "eps_ee_R")
     for rep in range(1, a.repeat + 1):
         fit = step(rep, "fit", lambda: newton_fit(m, counts, one_sided=False, warn_delta=None))
         sL = step(rep, "eps_ee_L", lambda: profile_scan(m, counts, "eps_ee_L", br.EPS_L_GRID, global_fit=fit,  # noqa: B023
