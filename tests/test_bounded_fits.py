@@ -55,6 +55,21 @@ def test_solver_box_quadratic_and_rosenbrock():
     assert bool(r.converged) and bool(r.at_upper[0])
 
 
+def test_a_step_out_of_the_box_is_solved_again_on_the_subspace():
+    """A correlated quadratic whose free minimum lies outside the box in x0: the first Newton step
+    stops x0 on its bound and solves x1's step again with x0 held there (newton.py, step 3), so
+    the constrained minimum x1 = a1 - (A01/A11)(1 - a0) is reached in one step; clipping alone
+    left x1 where the unclipped step put it and took three."""
+    A = jnp.array([[1.0, 0.95], [0.95, 1.0]])
+    a = jnp.array([2.0, -1.0])
+    f = lambda x, _: (x - a) @ A @ (x - a)  # noqa: E731
+    r = minimize_bounded(f, jnp.zeros(2), None, [-1.0, -5.0], [1.0, 5.0])
+    exact = jnp.array([1.0, float(a[1] - 0.95 * (1.0 - a[0]))])
+    assert bool(r.converged) and bool(r.at_upper[0]) and int(r.n_iter) == 1
+    assert float(r.fun) - float(f(exact, None)) < 1e-8  # the EDM tolerance (λ damps the step)
+    np.testing.assert_allclose(np.asarray(r.x), np.asarray(exact), atol=1e-4)
+
+
 def test_solver_leaves_a_saddle_on_the_bound_and_stops_at_a_flat_bound_minimum():
     # f = -x^2 + x^4 from x = 0 (on the bound): gradient 0, curvature < 0 -> must move to 1/sqrt(2)
     r = minimize_bounded(lambda x, _: -x[0] ** 2 + x[0] ** 4, jnp.array([0.0]), None, [0.0], [5.0])
