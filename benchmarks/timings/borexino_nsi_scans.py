@@ -63,7 +63,7 @@ def main(argv=None):
         sR = step(rep, "eps_ee_R", lambda: profile_scan(m, counts, "eps_ee_R", br.EPS_R_GRID, global_fit=fit,  # noqa: B023
                                                          n_iter=br.SCAN_ITER))
         s2 = step(rep, "eps_2d", lambda: profile_scan_2d(m, counts, ("eps_ee_L", "eps_ee_R"), *br.EPS_2D,  # noqa: B023
-                                                         global_fit=fit, n_iter=br.SCAN_ITER, chunk=27))  # noqa: B023
+                                                         global_fit=fit, n_iter=br.SCAN_ITER))  # noqa: B023
     result = {"vmap": a.vmap, "steps": rows, "fval": fit.fval,
               "delta_chi2": {"eps_ee_L": sL.delta_chi2.tolist(), "eps_ee_R": sR.delta_chi2.tolist(),
                              "eps_2d": np.asarray(s2.delta_chi2).ravel().tolist()}}

@@ -106,7 +106,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     sR = profile_scan(m_eps, counts, "eps_ee_R", EPS_R_GRID, global_fit=fit_eps, n_iter=SCAN_ITER,
                       starts=starts)
     s2 = profile_scan_2d(m_eps, counts, ("eps_ee_L", "eps_ee_R"), *EPS_2D, global_fit=fit_eps, n_iter=SCAN_ITER,
-                         starts=starts, chunk=27)
+                         starts=starts)
     iL, iR = _interval(sL), _interval(sR)
     say(f"      eps_ee_L 90% CL regions {iL['regions']}, eps_ee_R 90% CL regions {iR['regions']}")
 

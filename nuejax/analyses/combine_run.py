@@ -94,7 +94,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
                 mm = m.release("eps_ee_L", "eps_ee_R")
                 r = newton_fit(mm, data[name], one_sided=False)
                 s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r,
-                                     n_iter=SCAN_ITER, chunk=27)
+                                     n_iter=SCAN_ITER)
                 regions[name] = s2
                 inside = np.asarray(s2.delta_chi2) < 4.605
                 per[name]["eps_region_90_points"] = int(inside.sum())

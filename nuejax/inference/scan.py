@@ -173,7 +173,6 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
     refitted)``. ``neighbours`` (n, m): each point's neighbours on the grid (-1: none)."""
     points = np.asarray(points, dtype=float)
     n = len(points)
-    full = s.with_names(s.fixed_names + s.names)
     # One problem for every scan of the model: the scanned and the profiled parameters fitted
     # together, in the model's order, the scanned ones pinned per point (Pins), so that a scan of
     # eps_ee_L, one of eps_ee_R and a 2-D scan of both run the same compiled programs.
@@ -197,23 +196,23 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
     for b in branches:
         if b is global_fit.values or all(abs(b[k] - global_fit.values[k]) <= 1e-12 for k in b):
             ref = global_fit
-        else:  # the branch's own curvature for its tangent
-            x_b = np.array([b[k] for k in full.names])
-            _, _, H = value_grad_hess(full.with_values(b), x_b)
-            ref = FitResult(names=full.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
+        else:  # the branch's own curvature for its tangent, from the problem of the global fit
+            # (every parameter free, in the model's order: the program that fit compiled)
+            x_b = np.array([b[k] for k in wide.names])
+            _, _, H = value_grad_hess(wide.with_values(b), x_b)
+            ref = FitResult(names=wide.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
                             fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
         starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))
-    x0 = widen(np.stack(starts, axis=1))  # (n, B, 2, D): per branch, its tangent and its minimum (the lower is taken)
-    if x0.shape[1] == 1:
-        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed"), pins, wide, x0[:, 0], chunk, progress,
-                            label)
-        res = type(res)(*(np.asarray(a) for a in res))
-    else:
-        res = batched_solve(compiled_solver(int(n_iter), EDM_TOL, "fixed", True), pins, wide, x0, chunk, progress,
-                            label, n_starts=x0.shape[1])
-        res = best_of_starts(type(res)(*(np.asarray(a) for a in res)), axis=1)[0]
     neighbours = np.asarray(neighbours)
+    # Both kinds of pass launch as many starts per point, max(branches, neighbours): the branches'
+    # pass and the neighbours' passes, and the scans of one model whatever their dimension, run one
+    # compiled program (a solver program compiles in 5-10 s on 2 cores). The starts added are
+    # copies of the first, which the CPU's row-by-row solver does not fit again (over_rows).
+    n_starts = max(len(branches), neighbours.shape[1])
     multi = compiled_solver(int(n_iter), EDM_TOL, "fixed", True)
+    x0 = _pad_starts(widen(np.stack(starts, axis=1)), n_starts)  # (n, S, 2, D): per branch its tangent and its minimum
+    res = batched_solve(multi, pins, wide, x0, chunk, progress, label, n_starts=n_starts)
+    res = best_of_starts(type(res)(*(np.asarray(a) for a in res)), axis=1)[0]
     refitted, passes = np.zeros(n, dtype=bool), 0
     for passes in range(1, ENVELOPE_PASSES + 1):
         ok = res.converged & np.isfinite(res.fun)
@@ -222,12 +221,11 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
             break
         # a point without a (converged) neighbour in some direction starts there from its own end point
         x_nb = np.where((nb >= 0)[..., None], res.x[np.clip(nb, 0, None)], res.x[:, None, :])
-        # each start as two equal candidates: the shape of the first pass's starts (n, B, 2, D),
-        # so that where there are as many branches as neighbours (a 1-D scan through two minima)
-        # both passes run one compiled program (a compilation and a tracing fewer; the solver
-        # starts from the lower candidate, so the fits are the same)
-        x_nb = np.stack([x_nb, x_nb], axis=-2)
-        new = batched_solve(multi, pins, wide, x_nb, chunk, None, label, n_starts=nb.shape[1])
+        # each start as two equal candidates: the shape of the first pass's starts (n, S, 2, D),
+        # so that both passes run one compiled program (the solver starts from the lower
+        # candidate, so the fits are the same)
+        x_nb = _pad_starts(np.stack([x_nb, x_nb], axis=-2), n_starts)
+        new = batched_solve(multi, pins, wide, x_nb, chunk, None, label, n_starts=n_starts)
         new = best_of_starts(type(new)(*(np.asarray(a) for a in new)), axis=1)[0]
         better = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun - 1e-6) | ~ok)
         if not np.any(better):
@@ -240,6 +238,12 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
     return res, passes, int(refitted.sum())
 
 
+
+
+def _pad_starts(x0, n_starts: int):
+    """Starts (n, s, ...) padded to ``n_starts`` along their second axis with copies of the first."""
+    s = x0.shape[1]
+    return x0 if s == n_starts else np.concatenate([x0, np.repeat(x0[:, :1], n_starts - s, axis=1)], axis=1)
 
 
 def _bounds(p):
