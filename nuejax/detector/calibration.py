@@ -217,10 +217,24 @@ def _calibrate(targets, e, start, lo, hi, x0, fit_norms, n_T, n_E, solar_model, 
     # exact (forward-mode) Jacobian compiles in a fraction of the time of a jitted Newton loop.
     from scipy.optimize import least_squares
 
-    fres = jax.jit(residuals)
-    fjac = jax.jit(jax.jacfwd(residuals))
-    res = least_squares(lambda y: np.asarray(fres(jnp.asarray(y))), x0 / unit,
-                        jac=lambda y: np.asarray(fjac(jnp.asarray(y))), bounds=(lo / unit, hi / unit),
+    # The residuals and their Jacobian in one program (one compilation instead of two: the
+    # Jacobian's program computes the residuals anyway), kept for the last point: the trust region
+    # asks for the Jacobian where it last evaluated the residuals.
+    @jax.jit
+    def both(y):
+        r, tangent = jax.linearize(residuals, y)
+        return r, jax.vmap(tangent, out_axes=1)(jnp.eye(y.shape[0], dtype=y.dtype))
+
+    last = {}
+
+    def at(y):
+        key = np.asarray(y, dtype=float).tobytes()
+        if key not in last:
+            last.clear()
+            last[key] = tuple(np.asarray(a) for a in both(jnp.asarray(y)))
+        return last[key]
+
+    res = least_squares(lambda y: at(y)[0], x0 / unit, jac=lambda y: at(y)[1], bounds=(lo / unit, hi / unit),
                         method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-10, max_nfev=max_iter)
     # converged: scipy's criteria met and the estimated distance to the minimum on the free
     # parameters, EDM = r^T J (J^T J)^-1 J^T r (chi^2 units, scale-free), below 1e-6
