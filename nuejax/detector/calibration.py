@@ -234,8 +234,10 @@ def _calibrate(targets, e, start, lo, hi, x0, fit_norms, n_T, n_E, solar_model, 
             last[key] = tuple(np.asarray(a) for a in both(jnp.asarray(y)))
         return last[key]
 
-    res = least_squares(lambda y: at(y)[0], x0 / unit, jac=lambda y: at(y)[1], bounds=(lo / unit, hi / unit),
-                        method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-10, max_nfev=max_iter)
+    # copies: scipy may scale what it is given in place
+    res = least_squares(lambda y: at(y)[0].copy(), x0 / unit, jac=lambda y: at(y)[1].copy(),
+                        bounds=(lo / unit, hi / unit), method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12,
+                        gtol=1e-10, max_nfev=max_iter)
     # converged: scipy's criteria met and the estimated distance to the minimum on the free
     # parameters, EDM = r^T J (J^T J)^-1 J^T r (chi^2 units, scale-free), below 1e-6
     g = 2.0 * res.jac.T @ res.fun

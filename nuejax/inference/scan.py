@@ -239,7 +239,6 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
 
 
 
-
 def _pad_starts(x0, n_starts: int):
     """Starts (n, s, ...) padded to ``n_starts`` along their second axis with copies of the first."""
     s = x0.shape[1]
