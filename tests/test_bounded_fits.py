@@ -439,3 +439,65 @@ def test_the_row_decider_sees_the_first_row_of_every_input():
     np.testing.assert_allclose(np.asarray(out), [4.0, 8.0, 12.0])
     if jax.default_backend() == "cpu":
         assert seen == [("Pins", (2,), (2,), (2,))]
+
+
+def _transform_model():
+    """Two lines and a falling background on a 1 keV input axis, moved onto 64 data bins by a
+    floating energy scale, offset and resolution (a ResponseTransform): rates linear, the
+    transform's three terms not."""
+    from nuejax.detector.transforms import ResponseTransform
+    from nuejax.model.template_model import template_model
+
+    x_edges = np.linspace(0.0, 120.0, 121)
+    obs = np.linspace(20.0, 100.0, 65)
+    xc = 0.5 * (x_edges[1:] + x_edges[:-1])
+    tpl = np.stack([np.exp(-0.5 * ((xc - 45.0) / 4.0) ** 2), np.exp(-0.5 * ((xc - 70.0) / 6.0) ** 2), np.exp(-xc / 50.0)])
+    tpl /= tpl.sum(axis=1, keepdims=True)
+    ps = ParameterSet((Parameter("r_a", 800.0, 0.0, 1e5), Parameter("r_b", 500.0, 0.0, 1e5),
+                       Parameter("r_bkg", 3000.0, 0.0, 1e5), Parameter("e_scale", 1.0, 0.9, 1.1),
+                       Parameter("e_offset", 0.0, -5.0, 5.0), Parameter("e_res_a", 0.8, 0.2, 3.0)))
+    tr = ResponseTransform.create(x_edges, obs, scale="e_scale", offset="e_offset", res_a="e_res_a")
+    return template_model(in_edges=x_edges, obs_edges=obs, templates=tpl, template_names=("r_a", "r_b", "r_bkg"),
+                          parameters=ps, exposure=1.0, transform=tr)
+
+
+def test_gauss_newton_phase_ends_on_the_exact_routes_minimum():
+    """The solver's cheap phase (minimize_bounded's ``vgh_approx``, which the CPU's row-by-row fits
+    use): the Gauss-Newton matrix J^T diag(2n/mu^2) J equals its definition with J from jax.jacfwd;
+    from starts one to two standard deviations off, the solver with it ends on the exact-Hessian
+    solver's minimum, and its end point is certified by the exact Hessian."""
+    from nuejax.inference import FitProblem
+    from nuejax.inference.fitting import approximate_route, linear_mask, objective, value_grad_hessian
+
+    m = _transform_model()
+    truth = m.parameters.values(e_scale=1.02, e_offset=1.5, e_res_a=1.1)
+    data = jnp.asarray(np.random.default_rng(3).poisson(np.asarray(m.expected(truth))), dtype=float)
+    prob = FitProblem.create(m, data)
+    args = (prob, jnp.zeros(0))
+    names = prob.names
+    assert linear_mask(m, names) == (True, True, True, False, False, False)
+    x = jnp.asarray([float(truth[n]) for n in names])
+    if jax.default_backend() == "cpu":  # rows run one after another there: the solvers take the route
+        assert approximate_route(prob, args[1], x) is not None
+    v, g, H = value_grad_hessian(x, args)
+    v_gn, g_gn, H_gn = value_grad_hessian(x, args, gauss_newton=True)
+    mu = np.asarray(m.expected(prob.params(x, args[1])))
+    J = np.asarray(jax.jacfwd(lambda y: m.expected(prob.params(y, args[1])))(x))
+    ref = J.T @ ((2.0 * np.asarray(data) / mu**2)[:, None] * J)  # no constraint terms in this model
+    d = np.sqrt(np.diag(np.asarray(H)))
+    np.testing.assert_allclose(np.asarray(H_gn) / np.outer(d, d), ref / np.outer(d, d), atol=1e-10)
+    assert float(v_gn) == float(v)
+    np.testing.assert_allclose(g_gn, g, rtol=1e-12)
+    assert np.max(np.abs(np.asarray(H - H_gn)) / np.outer(d, d)) > 1e-3  # the two matrices differ here
+    lo, hi = np.asarray(prob.lower, dtype=float), np.asarray(prob.upper, dtype=float)
+    sd = np.sqrt(np.diag(np.linalg.inv(np.asarray(H) / 2.0)))
+    rng = np.random.default_rng(11)
+    approx = lambda y, a: value_grad_hessian(y, a, gauss_newton=True)  # noqa: E731
+    for _ in range(4):
+        start = jnp.asarray(np.clip(np.asarray(x) + sd * rng.choice([-1.0, 1.0], len(names)) * rng.uniform(1, 2), lo, hi))
+        exact = minimize_bounded(objective, start, args, lo, hi, vgh=value_grad_hessian)
+        cheap = minimize_bounded(objective, start, args, lo, hi, vgh=value_grad_hessian, vgh_approx=approx)
+        assert bool(exact.converged) and bool(cheap.converged)
+        assert float(cheap.fun) == pytest.approx(float(exact.fun), abs=2e-8)
+        np.testing.assert_allclose(np.asarray(cheap.x) / sd, np.asarray(exact.x) / sd, atol=1e-3)
+        np.testing.assert_allclose(cheap.hess, value_grad_hessian(cheap.x, args)[2], rtol=1e-12)

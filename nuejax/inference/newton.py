@@ -29,6 +29,12 @@ the largest) and the estimated distance to the minimum
 :math:`\mathrm{EDM} = \tfrac12 g_F^\top H_{FF}^{-1} g_F` (MINUIT's EDM on the free subspace) below
 ``edm_tol``. A run that ends otherwise is not converged and says why (``status``). The loop is a
 ``lax.while_loop`` with an iteration limit, so a batch of fits is one XLA program.
+
+**A cheaper Hessian far from the minimum** (optional, ``vgh_approx``): the loop starts with a
+positive semidefinite approximation (the Gauss-Newton matrix of a Poisson likelihood, Fisher
+scoring) and moves to the exact Hessian for good once the approximation's EDM falls below
+:data:`APPROX_EDM_SWITCH` or a step is rejected; only the exact Hessian passes the KKT test
+(docs/inference.md, "A Gauss–Newton phase").
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["NewtonResult", "minimize_bounded", "newton_minimize", "kkt", "STATUS"]
+__all__ = ["NewtonResult", "minimize_bounded", "newton_minimize", "kkt", "STATUS", "APPROX_EDM_SWITCH"]
 
 #: ``NewtonResult.status`` codes.
 STATUS = {
@@ -155,8 +161,13 @@ def _value_grad_hess(fun):
     return vgh
 
 
+#: The solver with a ``vgh_approx`` uses the approximate Hessian until its EDM at an accepted point
+#: falls below this (or a step is rejected), then the exact one, which alone can pass the KKT test.
+APPROX_EDM_SWITCH = 1e-1
+
+
 def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_tol: float = 1e-8,
-                     vgh=None, single: bool = False, pinned=None) -> NewtonResult:
+                     vgh=None, single: bool = False, pinned=None, vgh_approx=None) -> NewtonResult:
     """Minimise ``fun(x, args)`` (scalar, jax-traceable) over the box [lower, upper] from ``x0``.
 
     ``x0`` is clipped into the box (public fitting functions reject starts outside it).
@@ -172,6 +183,13 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     has no coordinate to snap skips phase 2. ``single`` is accepted for compatibility and has no
     effect. ``pinned`` (bool per coordinate, optional): coordinates that ``fun`` holds at a value
     (:class:`~nuejax.inference.problem.Pins`): never on a bound in the KKT test, never snapped.
+
+    ``vgh_approx(x, args)``: the same value and gradient with a cheaper positive semidefinite
+    Hessian (the Gauss-Newton matrix of a Poisson likelihood). The solver starts with it and moves
+    to ``vgh`` for good once the EDM it gives at an accepted point falls below
+    :data:`APPROX_EDM_SWITCH` or a step is rejected; only an exact evaluation passes the KKT test,
+    so the end point and its Hessian are those of ``vgh``. The choice is a ``lax.cond``: give it
+    only where rows are not ``vmap``-ped (there both branches would run).
     """
     del single
     lower = jnp.asarray(np.asarray(lower, dtype=float))
@@ -242,16 +260,22 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         x_n, s_n = newton_step(st)
         x_s, s_end, _ = end_of_phase_1(st)
         y = jnp.where(phase == 0, x0, jnp.where(phase == 1, x_n, x_s))
-        f_y, g_y, H_y = vgh(y, args)
+        exact = st["exact"] | (phase == 2)
+        if vgh_approx is None:
+            f_y, g_y, H_y = vgh(y, args)
+        else:
+            f_y, g_y, H_y = jax.lax.cond(exact, vgh, vgh_approx, y, args)
         prev_s = jnp.where(phase == 0, s_start, jnp.where(phase == 1, s_n, s_end))
         chk = kkt(y, g_y, H_y, lower, upper, edm_tol=edm_tol, scale=_scale(H_y, prev_s, s_max), pinned=pinned)
+        chk = (chk[0] & exact,) + tuple(chk[1:])  # only the exact Hessian certifies a minimum
         conv_y, edm_y = chk[0], chk[1]
         finite = jnp.isfinite(f_y) & jnp.all(jnp.isfinite(g_y)) & jnp.all(jnp.isfinite(H_y))
 
         # phase 0: the start (a start that is already a minimum, or not finite, goes to phase 2)
         conv0 = conv_y & jnp.isfinite(f_y)
         st0 = dict(st, x=y, f=f_y, g=g_y, H=H_y, s=_scale(H_y, s_start, s_max), edm=edm_y,
-                   status=jnp.where(jnp.isfinite(f_y), jnp.where(conv0, 0, 1), 3), chk=chk)
+                   status=jnp.where(jnp.isfinite(f_y), jnp.where(conv0, 0, 1), 3), chk=chk,
+                   exact=st["exact"] | (edm_y < APPROX_EDM_SWITCH))
 
         # phase 1: a Newton step, accepted if -2 ln L does not increase. Within edm_tol of the
         # minimum, differences of -2 ln L reach its rounding (the paper workload's bins hold 1e7
@@ -263,7 +287,8 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         st1 = dict(st, x=keep(y, st["x"]), f=keep(f_y, st["f"]), g=keep(g_y, st["g"]), H=keep(H_y, st["H"]),
                    lam=lam, s=s_n, edm=keep(edm_y, st["edm"]), it=st["it"] + 1,
                    status=jnp.where(ok & conv_y, 0, jnp.where(lam >= _LAMBDA_MAX, 2, 1)),
-                   chk=jax.tree_util.tree_map(keep, chk, st["chk"]))
+                   chk=jax.tree_util.tree_map(keep, chk, st["chk"]),
+                   exact=st["exact"] | ~ok | (edm_y < APPROX_EDM_SWITCH))
 
         # phase 2: the snapped point is kept if it passes the KKT test itself, or if the point
         # before the snap did: then a certified minimum lies within edm_tol of it in -2 ln L (a
@@ -292,7 +317,8 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     chk0 = (jnp.zeros((), bool), jnp.asarray(jnp.inf, dtype), false, false, zero)
     init = dict(x=x0, f=jnp.asarray(jnp.inf, dtype), g=jnp.zeros(n, dtype), H=jnp.zeros((n, n), dtype),
                 lam=jnp.asarray(1e-3, dtype=dtype), s=s_start, status=jnp.asarray(1), it=jnp.asarray(0),
-                edm=jnp.asarray(jnp.inf, dtype), chk=chk0, phase=jnp.asarray(0))
+                edm=jnp.asarray(jnp.inf, dtype), chk=chk0, phase=jnp.asarray(0),
+                exact=jnp.asarray(vgh_approx is None))
     st = jax.lax.while_loop(cond, body, init)
     converged, edm, at_lo, at_hi, min_eig = st["chk"]
     converged = converged & jnp.isfinite(st["f"])
