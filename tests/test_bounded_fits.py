@@ -462,12 +462,13 @@ def _transform_model():
 
 
 def test_gauss_newton_phase_ends_on_the_exact_routes_minimum():
-    """The solver's cheap phase (minimize_bounded's ``vgh_approx``, which the CPU's row-by-row fits
+    """The solver's cheap phase (minimize_bounded's ``hessian_split``, which the CPU's row-by-row fits
     use): the Gauss-Newton matrix J^T diag(2n/mu^2) J equals its definition with J from jax.jacfwd;
     from starts one to two standard deviations off, the solver with it ends on the exact-Hessian
     solver's minimum, and its end point is certified by the exact Hessian."""
     from nuejax.inference import FitProblem
-    from nuejax.inference.fitting import approximate_route, linear_mask, objective, value_grad_hessian
+    from nuejax.inference.fitting import (approximate_route, curvature_term, gauss_newton_terms, linear_mask, objective,
+                                          value_grad_hessian)
 
     m = _transform_model()
     truth = m.parameters.values(e_scale=1.02, e_offset=1.5, e_res_a=1.1)
@@ -492,11 +493,11 @@ def test_gauss_newton_phase_ends_on_the_exact_routes_minimum():
     lo, hi = np.asarray(prob.lower, dtype=float), np.asarray(prob.upper, dtype=float)
     sd = np.sqrt(np.diag(np.linalg.inv(np.asarray(H) / 2.0)))
     rng = np.random.default_rng(11)
-    approx = lambda y, a: value_grad_hessian(y, a, gauss_newton=True)  # noqa: E731
+    split = (gauss_newton_terms, curvature_term)
     for _ in range(4):
         start = jnp.asarray(np.clip(np.asarray(x) + sd * rng.choice([-1.0, 1.0], len(names)) * rng.uniform(1, 2), lo, hi))
         exact = minimize_bounded(objective, start, args, lo, hi, vgh=value_grad_hessian)
-        cheap = minimize_bounded(objective, start, args, lo, hi, vgh=value_grad_hessian, vgh_approx=approx)
+        cheap = minimize_bounded(objective, start, args, lo, hi, vgh=value_grad_hessian, hessian_split=split)
         assert bool(exact.converged) and bool(cheap.converged)
         assert float(cheap.fun) == pytest.approx(float(exact.fun), abs=2e-8)
         np.testing.assert_allclose(np.asarray(cheap.x) / sd, np.asarray(exact.x) / sd, atol=1e-3)

@@ -31,7 +31,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
 __all__ = ["CPU_ROW_FLOPS", "EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
            "end_point_report", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
            "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "solve_batch", "value_grad_hess",
-           "value_grad_hessian", "hessian_route", "approximate_route"]
+           "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
 EDM_TOL = 1e-8
@@ -121,19 +121,29 @@ def value_grad_hessian(x, args, *, gauss_newton: bool = False):
     the Poisson term: positive semidefinite, and exact where the model is linear), which skips the
     forward-over-reverse passes: on the Phase-III NSI problem (19 free, 7 non-linear) 1.2 ms
     against 3.7-4.9 ms on 2 CPU cores. The solver uses it far from a minimum only
-    (:func:`~nuejax.inference.newton.minimize_bounded`, ``vgh_approx``); a model without linear
+    (:func:`~nuejax.inference.newton.minimize_bounded`, ``hessian_split``); a model without linear
     parameters gets the exact Hessian.
     """
     problem, fixed = args
-    model, data = problem.model, problem.data
-    mask = linear_mask(model, problem.names)
-    if mask is None:
+    if linear_mask(problem.model, problem.names) is None:
         v, g = jax.value_and_grad(objective)(x, args)
         return v, g, jax.hessian(objective)(x, args)
+    v, g, H, r = gauss_newton_terms(x, args)
+    if gauss_newton:
+        return v, g, H
+    return v, g, H + curvature_term(x, args, r)
+
+
+def gauss_newton_terms(x, args):
+    r"""The Poisson route's value, gradient and Gauss-Newton matrix
+    :math:`J^\top \mathrm{diag}(2n/\mu^2)\,J + \nabla^2 C` (:func:`value_grad_hessian`), and
+    :math:`r = 2(1 - n/\mu)`, which :func:`curvature_term` takes. Only for a model with linear
+    parameters among the fitted ones (:func:`linear_mask`)."""
+    problem, fixed = args
+    model, data = problem.model, problem.data
     mu_fn = lambda y: model.expected(problem.params(y, fixed))  # noqa: E731
     c_fn = lambda y: model.constraint_nll(problem.params(y, fixed), problem.aux)  # noqa: E731
-    n_par = x.shape[0]
-    eye = jnp.eye(n_par, dtype=x.dtype)
+    eye = jnp.eye(x.shape[0], dtype=x.dtype)
     mu, lin = jax.linearize(mu_fn, x)
     J = jax.vmap(lin, out_axes=1)(eye)  # (n_obs, n_par)
     n = jnp.asarray(data, dtype=mu.dtype)
@@ -146,13 +156,23 @@ def value_grad_hessian(x, args, *, gauss_newton: bool = False):
         vc = vc + pin_penalty(x, fixed)
         gc = gc + jnp.where(fixed.mask, 2.0 * (x - fixed.values), 0.0)
         H = H + jnp.diag(jnp.where(fixed.mask, 2.0, 0.0).astype(H.dtype))
-    nonlin = np.flatnonzero(~np.asarray(mask))
-    if nonlin.size and not gauss_newton:
-        r_fixed = jax.lax.stop_gradient(r)
-        grad_rmu = jax.grad(lambda y: jnp.dot(r_fixed, mu_fn(y)))
-        rows = jax.vmap(lambda e: jax.jvp(grad_rmu, (x,), (e,))[1])(eye[nonlin])  # (n_nonlin, n_par)
-        H = H + jnp.zeros_like(H).at[nonlin, :].set(rows).at[:, nonlin].set(rows.T)
-    return poisson_nll(mu, n) + vc, J.T @ r + gc, 0.5 * (H + H.T)
+    return poisson_nll(mu, n) + vc, J.T @ r + gc, 0.5 * (H + H.T), jax.lax.stop_gradient(r)
+
+
+def curvature_term(x, args, r):
+    r""":math:`\sum_j r_j \nabla^2\mu_j` (``r`` from :func:`gauss_newton_terms`, held fixed):
+    the exact Hessian less the Gauss-Newton matrix, from forward-over-reverse passes along the
+    non-linear fitted parameters only (:func:`value_grad_hessian`)."""
+    problem, fixed = args
+    model = problem.model
+    nonlin = np.flatnonzero(~np.asarray(linear_mask(model, problem.names)))
+    if not nonlin.size:
+        return jnp.zeros((x.shape[0], x.shape[0]), dtype=x.dtype)
+    eye = jnp.eye(x.shape[0], dtype=x.dtype)
+    grad_rmu = jax.grad(lambda y: jnp.dot(r, model.expected(problem.params(y, fixed))))
+    rows = jax.vmap(lambda e: jax.jvp(grad_rmu, (x,), (e,))[1])(eye[nonlin])  # (n_nonlin, n_par)
+    B = jnp.zeros((x.shape[0], x.shape[0]), dtype=rows.dtype).at[nonlin, :].set(rows).at[:, nonlin].set(rows.T)
+    return 0.5 * (B + B.T)
 
 
 def hessian_route(problem):
@@ -163,14 +183,15 @@ def hessian_route(problem):
 
 
 def approximate_route(problem, fixed, x0):
-    """The Gauss-Newton ``vgh_approx`` of :func:`~nuejax.inference.newton.minimize_bounded` where
-    it saves time, else None: on the Poisson route with non-linear fitted parameters, for rows
-    that the CPU fits one after another (:func:`over_rows`, :func:`costly_objective`). Under
-    ``vmap`` the solver's per-row choice between the two Hessians would compute both."""
+    """The Gauss-Newton ``hessian_split`` of :func:`~nuejax.inference.newton.minimize_bounded`
+    (:func:`gauss_newton_terms`, :func:`curvature_term`) where it saves time, else None: on the
+    Poisson route with non-linear fitted parameters, for rows that the CPU fits one after another
+    (:func:`over_rows`, :func:`costly_objective`). Under ``vmap`` the solver's per-row choice
+    whether to add the curvature term would compute it for every row."""
     mask = linear_mask(problem.model, problem.names)
     if mask is None or all(mask) or jax.default_backend() != "cpu" or not costly_objective(problem, fixed, x0):
         return None
-    return functools.partial(value_grad_hessian, gauss_newton=True)
+    return gauss_newton_terms, curvature_term
 
 
 def _solve(problem, fixed, x0, *, max_iter, edm_tol):
@@ -186,7 +207,7 @@ def _solve(problem, fixed, x0, *, max_iter, edm_tol):
         fs = jax.vmap(lambda x: objective(x, args))(cand)
         x0 = cand[jnp.argmin(jnp.where(jnp.isfinite(fs), fs, jnp.inf))]
     r = minimize_bounded(objective, x0, args, lo, hi, max_iter=max_iter, edm_tol=edm_tol, vgh=vgh,
-                         pinned=None if pins is None else pins.mask, vgh_approx=approx)
+                         pinned=None if pins is None else pins.mask, hessian_split=approx)
     if pins is not None:  # -2 ln L itself (the penalty is zero up to the steps' rounding)
         r = r._replace(fun=r.fun - pin_penalty(r.x, pins))
     return r

@@ -30,7 +30,7 @@ the largest) and the estimated distance to the minimum
 ``edm_tol``. A run that ends otherwise is not converged and says why (``status``). The loop is a
 ``lax.while_loop`` with an iteration limit, so a batch of fits is one XLA program.
 
-**A cheaper Hessian far from the minimum** (optional, ``vgh_approx``): the loop starts with a
+**A cheaper Hessian far from the minimum** (optional, ``hessian_split``): the loop starts with a
 positive semidefinite approximation (the Gauss-Newton matrix of a Poisson likelihood, Fisher
 scoring) and moves to the exact Hessian for good once the approximation's EDM falls below
 :data:`APPROX_EDM_SWITCH` or a step is rejected; only the exact Hessian passes the KKT test
@@ -161,13 +161,13 @@ def _value_grad_hess(fun):
     return vgh
 
 
-#: The solver with a ``vgh_approx`` uses the approximate Hessian until its EDM at an accepted point
+#: The solver with a ``hessian_split`` uses the approximate Hessian until its EDM at an accepted point
 #: falls below this (or a step is rejected), then the exact one, which alone can pass the KKT test.
 APPROX_EDM_SWITCH = 1e-1
 
 
 def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_tol: float = 1e-8,
-                     vgh=None, single: bool = False, pinned=None, vgh_approx=None) -> NewtonResult:
+                     vgh=None, single: bool = False, pinned=None, hessian_split=None) -> NewtonResult:
     """Minimise ``fun(x, args)`` (scalar, jax-traceable) over the box [lower, upper] from ``x0``.
 
     ``x0`` is clipped into the box (public fitting functions reject starts outside it).
@@ -184,12 +184,15 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     effect. ``pinned`` (bool per coordinate, optional): coordinates that ``fun`` holds at a value
     (:class:`~nuejax.inference.problem.Pins`): never on a bound in the KKT test, never snapped.
 
-    ``vgh_approx(x, args)``: the same value and gradient with a cheaper positive semidefinite
-    Hessian (the Gauss-Newton matrix of a Poisson likelihood). The solver starts with it and moves
-    to ``vgh`` for good once the EDM it gives at an accepted point falls below
+    ``hessian_split = (approx, correction)``: ``approx(x, args) -> (value, gradient, H_a, aux)``
+    with a cheaper positive semidefinite ``H_a`` (the Gauss-Newton matrix of a Poisson
+    likelihood), and ``correction(x, args, aux) -> H - H_a``, so that the two give what ``vgh``
+    gives (:func:`~nuejax.inference.fitting.gauss_newton_terms`,
+    :func:`~nuejax.inference.fitting.curvature_term`). The solver starts without the correction
+    and adds it for good once the EDM of ``H_a`` at an accepted point falls below
     :data:`APPROX_EDM_SWITCH` or a step is rejected; only an exact evaluation passes the KKT test,
-    so the end point and its Hessian are those of ``vgh``. The choice is a ``lax.cond``: give it
-    only where rows are not ``vmap``-ped (there both branches would run).
+    so the end point and its Hessian are the exact ones. The choice is a ``lax.cond``: give it
+    only where rows are not ``vmap``-ped (there the correction would run for every row).
     """
     del single
     lower = jnp.asarray(np.asarray(lower, dtype=float))
@@ -261,10 +264,11 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         x_s, s_end, _ = end_of_phase_1(st)
         y = jnp.where(phase == 0, x0, jnp.where(phase == 1, x_n, x_s))
         exact = st["exact"] | (phase == 2)
-        if vgh_approx is None:
+        if hessian_split is None:
             f_y, g_y, H_y = vgh(y, args)
         else:
-            f_y, g_y, H_y = jax.lax.cond(exact, vgh, vgh_approx, y, args)
+            f_y, g_y, H_a, aux = hessian_split[0](y, args)
+            H_y = H_a + jax.lax.cond(exact, hessian_split[1], lambda _y, _a, _x: jnp.zeros_like(H_a), y, args, aux)
         prev_s = jnp.where(phase == 0, s_start, jnp.where(phase == 1, s_n, s_end))
         chk = kkt(y, g_y, H_y, lower, upper, edm_tol=edm_tol, scale=_scale(H_y, prev_s, s_max), pinned=pinned)
         chk = (chk[0] & exact,) + tuple(chk[1:])  # only the exact Hessian certifies a minimum
@@ -318,7 +322,7 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     init = dict(x=x0, f=jnp.asarray(jnp.inf, dtype), g=jnp.zeros(n, dtype), H=jnp.zeros((n, n), dtype),
                 lam=jnp.asarray(1e-3, dtype=dtype), s=s_start, status=jnp.asarray(1), it=jnp.asarray(0),
                 edm=jnp.asarray(jnp.inf, dtype), chk=chk0, phase=jnp.asarray(0),
-                exact=jnp.asarray(vgh_approx is None))
+                exact=jnp.asarray(hessian_split is None))
     st = jax.lax.while_loop(cond, body, init)
     converged, edm, at_lo, at_hi, min_eig = st["chk"]
     converged = converged & jnp.isfinite(st["f"])

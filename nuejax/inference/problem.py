@@ -147,12 +147,12 @@ class FitProblem:
         (or :class:`Pins` of fitted coordinates)."""
         if isinstance(fixed, Pins):
             x, fixed = jnp.where(fixed.mask, fixed.values, x), ()
-        p = {n: self.values[i] for i, n in enumerate(self.value_names)}
-        for i, n in enumerate(self.fixed_names):
-            p[n] = fixed[i]
-        for i, n in enumerate(self.names):
-            p[n] = x[i]
-        return p
+        # each value taken once (the same dict as filling value_names and overwriting): every
+        # index is an operation to trace, and this runs in every derivative of every solver
+        src = {n: (self.values, i) for i, n in enumerate(self.value_names)}
+        src.update({n: (fixed, i) for i, n in enumerate(self.fixed_names)})
+        src.update({n: (x, i) for i, n in enumerate(self.names)})
+        return {n: a[i] for n, (a, i) in src.items()}
 
     def vector(self, params: Mapping, names=None):
         """The values of ``names`` (default: the fitted ones) in ``params``, stacked (last axis)."""

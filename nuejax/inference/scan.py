@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import (EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, pad_rows, padded_rows,
+from .fitting import (EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, padded_rows,
                       profile_starts, value_grad_hess)
 from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
@@ -88,25 +88,34 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1)
     """Run the batched ``solve`` (``compiled_solver(..., 'fixed')``) of the problem ``s`` over the
     rows of ``grid`` in chunks of ``chunk`` (one launch per chunk); ``x0`` is one start (d,) for
     every row or a start per row, (n, d) or (n, c, d); with a multi-start ``solve``, (n, S, ...)
-    (``n_starts`` = S counts towards the launch size)."""
+    (``n_starts`` = S counts towards the launch size). Returns the result as numpy arrays."""
     n = jax.tree_util.tree_leaves(grid)[0].shape[0]
     # the launch size of any number of rows (not min(n, CPU_CHUNK)): the last launch padded to
     # padded_rows, so that scans and refits of other lengths reuse the compiled programs
     chunk = max(1, launch_size(1 << 30, None if chunk is None else chunk * n_starts) // n_starts)
-    x0 = jnp.asarray(x0)
+    # rows are cut and padded on the host: as eager device operations each new shape was a
+    # program of its own to look up (1.4 s of a warm `nuejax borexino`, benchmarks/NOTES.md)
+    grid = jax.tree_util.tree_map(np.asarray, grid)
+    x0 = np.asarray(x0)
     if x0.ndim == 1:
-        x0 = jnp.broadcast_to(x0, (n,) + x0.shape)
+        x0 = np.broadcast_to(x0, (n,) + x0.shape)
     outs = []
     for start in range(0, n, chunk):
         r = min(chunk, n - start)
         size = padded_rows(r, chunk)
-        rows = jax.tree_util.tree_map(lambda a: pad_rows(a[start:start + r], size), grid)  # noqa: B023
-        out = solve(s, rows, pad_rows(x0[start:start + r], size))
-        outs.append(jax.tree_util.tree_map(lambda a: a[:r], out) if size != r else out)  # noqa: B023
+        rows = jax.tree_util.tree_map(lambda a: _pad_host(a[start:start + r], size), grid)  # noqa: B023
+        out = solve(s, rows, _pad_host(x0[start:start + r], size))
         if progress is not None and n > chunk:
-            jax.block_until_ready(outs[-1].fun)
+            jax.block_until_ready(out.fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
-    return jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *outs)
+        outs.append((out, r))
+    outs = [jax.tree_util.tree_map(lambda a: np.asarray(a)[:r], out) for out, r in outs]  # noqa: B023
+    return outs[0] if len(outs) == 1 else jax.tree_util.tree_map(lambda *a: np.concatenate(a), *outs)
+
+
+def _pad_host(a: np.ndarray, size: int) -> np.ndarray:
+    """:func:`~nuejax.inference.fitting.pad_rows` of a host array."""
+    return a if a.shape[0] == size else np.concatenate([a, np.repeat(a[:1], size - a.shape[0], axis=0)])
 
 
 def pinned_refits(s: FitProblem, fit: FitResult, idx, values, *, x_prev=None, max_iter: int = 100, chunk=None):
@@ -115,7 +124,7 @@ def pinned_refits(s: FitProblem, fit: FitResult, idx, values, *, x_prev=None, ma
     ``compiled_solver(..., 'fixed')`` program (:class:`~nuejax.inference.problem.Pins`: the same
     program whichever parameter is pinned). Each row starts from the better of the fit's tangent
     (the conditional mean of its Gaussian approximation, clipped to the bounds) and ``x_prev[r]``
-    (default: the best fit). Returns the NewtonResult (device arrays)."""
+    (default: the best fit). Returns the NewtonResult (numpy arrays)."""
     idx = np.asarray(idx, dtype=int)
     values = np.asarray(values, dtype=float)
     k, d = idx.size, len(s.names)
