@@ -580,7 +580,7 @@ def objective_at(problem, values):
 # -- results ----------------------------------------------------------------------------------------
 def make_fit_result(s: FitProblem, x, fval: float, *, valid: bool, reason: str, minimizer: str, nfcn: int, ngrad: int,
                     edm: float, at_bound: dict, H, seconds: float, minos=None, diagnostics=None,
-                    one_sided: bool = True, n_starts: int = 1, minima=None) -> FitResult:
+                    one_sided: bool = True, n_starts: int = 1, minima=None, minima_hessians=()) -> FitResult:
     """A :class:`FitResult` with the covariance 2 H⁻¹ on the free subspace (parameters on a bound
     have no symmetric error: ``errors[name] is None``; their one-sided error is in ``one_sided``)."""
     x = np.asarray(x, dtype=float)
@@ -604,7 +604,8 @@ def make_fit_result(s: FitProblem, x, fval: float, *, valid: bool, reason: str, 
                      covariance=cov, fval=float(fval), valid=bool(valid), nfcn=int(nfcn), ngrad=int(ngrad),
                      edm=float(edm), params=s.host_params(x), minos=minos, minimizer=minimizer, seconds=float(seconds),
                      at_bound=dict(at_bound), one_sided=one, reason=reason, diagnostics=dict(diagnostics or {}),
-                     n_starts=int(n_starts), minima=list(minima or []))
+                     n_starts=int(n_starts), minima=list(minima or []),
+                     minima_hessians=tuple(np.asarray(h, dtype=float) for h in minima_hessians))
 
 
 def merge_continued(res, new, redo):
@@ -621,7 +622,8 @@ def merge_continued(res, new, redo):
 
 def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm_tol: float = EDM_TOL):
     """Fit ``s`` from every start of its design (:func:`~nuejax.inference.starts.start_design`) in
-    one batched launch: ``(best NewtonResult (numpy), number of starts, distinct minima)``. One
+    one batched launch: ``(best NewtonResult (numpy), number of starts, distinct minima, their
+    Hessians)``. One
     start: the solver once, from the problem's start. Starts that reach the iteration limit
     continue from where they stopped, up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more launches of ``max_iter``
     (a start crawling along a curved valley is often the one that reaches the lowest minimum)."""
@@ -641,7 +643,8 @@ def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm
             break
         res = merge_continued(res, run(res.x), redo)
     best, _, _, _ = best_of_starts(res)
-    return best, len(x0s), distinct_minima(s.names, res.x, res.fun, res.converged, res.hess)
+    minima, index = distinct_minima(s.names, res.x, res.fun, res.converged, res.hess, with_index=True)
+    return best, len(x0s), minima, tuple(np.asarray(res.hess)[k] for k in index)
 
 
 def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None, starts=DEFAULT_STARTS,
@@ -663,7 +666,7 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None
     """
     t0 = time.perf_counter()
     s = model if isinstance(model, FitProblem) else FitProblem.create(model, data, names=names, init=init, aux=aux)
-    res, n_starts, minima = multistart(s, starts, max_iter=max_iter, edm_tol=edm_tol)
+    res, n_starts, minima, hessians = multistart(s, starts, max_iter=max_iter, edm_tol=edm_tol)
     warn_second_minimum(minima, warn_delta)
     at_bound = bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
     status = int(res.status)
@@ -672,7 +675,7 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None
                            edm=float(res.edm),
                            at_bound=at_bound, H=np.asarray(res.hess), seconds=time.perf_counter() - t0,
                            diagnostics={"status": status, "min_eig": float(res.min_eig)}, one_sided=one_sided,
-                           n_starts=n_starts, minima=minima)
+                           n_starts=n_starts, minima=minima, minima_hessians=hessians)
 
 
 def batch_fit(model, data, init: Mapping | None = None, names=None, *, aux=None, starts=DEFAULT_STARTS,

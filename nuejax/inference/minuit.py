@@ -69,7 +69,7 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, start
     x0 = np.array([cost.base[n] for n in cost.names])
     n_starts, minima = 1, None
     if len(start_design(s, starts)) > 1:  # the global minimum of the design first (one batched launch)
-        best, n_starts, minima = multistart(s, starts, edm_tol=EDM_TOL)
+        best, n_starts, minima, _ = multistart(s, starts, edm_tol=EDM_TOL)
         warn_second_minimum(minima, warn_delta)
         if np.all(np.isfinite(best.x)) and np.isfinite(best.fun):
             x0 = np.asarray(best.x, dtype=float)

@@ -129,6 +129,9 @@ class FitResult(Saveable):
     versions: dict = field(default_factory=versions, repr=False)
     n_starts: int = 1
     minima: list = field(default_factory=list, repr=False)
+    #: the exact Hessian of -2 ln L at each of ``minima`` in the order of ``names`` (the Newton
+    #: fits; not written to JSON): the profile scans start each branch along its own tangent
+    minima_hessians: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def n_at_minimum(self) -> int:

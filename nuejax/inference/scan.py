@@ -201,14 +201,19 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
         return out
 
     branches = [m["values"] for m in (global_fit.minima or [])[:MAX_BRANCHES]] or [global_fit.values]
+    hessians = global_fit.minima_hessians if set(global_fit.names) == set(wide.names) else ()
+    order = [global_fit.names.index(n) for n in wide.names] if hessians else []
     starts = []
-    for b in branches:
+    for i, b in enumerate(branches):
         if b is global_fit.values or all(abs(b[k] - global_fit.values[k]) <= 1e-12 for k in b):
             ref = global_fit
-        else:  # the branch's own curvature for its tangent, from the problem of the global fit
-            # (every parameter free, in the model's order: the program that fit compiled)
+        else:  # the branch's own curvature for its tangent: the Newton fit's exact Hessian there,
+            # else from the problem of the global fit (every parameter free, in the model's order)
             x_b = np.array([b[k] for k in wide.names])
-            _, _, H = value_grad_hess(wide.with_values(b), x_b)
+            if i < len(hessians):
+                H = np.asarray(hessians[i])[np.ix_(order, order)]
+            else:
+                _, _, H = value_grad_hess(wide.with_values(b), x_b)
             ref = FitResult(names=wide.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
                             fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
         starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))

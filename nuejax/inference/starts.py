@@ -208,12 +208,13 @@ def same_minimum(f1, x1, f2, x2, scale):
         np.all(np.abs(np.asarray(x1) - np.asarray(x2)) <= MINIMUM_XTOL * np.asarray(scale), axis=-1)
 
 
-def distinct_minima(names, x, fun, converged, hess=None) -> list:
+def distinct_minima(names, x, fun, converged, hess=None, *, with_index: bool = False):
     """The distinct minima among end points ``x`` (S, d) with values ``fun`` (S,) of which
     ``converged`` (S,) passed the KKT test, lowest first: a list of ``{"fval", "values", "n_starts"}``.
     Two end points are one minimum where −2 ln L differs by less than :data:`MINIMUM_FTOL` and
     every coordinate by less than :data:`MINIMUM_XTOL` standard deviations (``hess``: the Hessians
-    at the end points, (S, d, d), :func:`standard_deviations`; else 1)."""
+    at the end points, (S, d, d), :func:`standard_deviations`; else 1). ``with_index``: also the
+    index of the end point that stands for each minimum (the lowest of its group)."""
     x, fun, conv = np.asarray(x, dtype=float), np.asarray(fun, dtype=float), np.asarray(converged, dtype=bool)
     ok = np.nonzero(conv & np.isfinite(fun))[0]
     ok = ok[np.argsort(fun[ok], kind="stable")]
@@ -227,9 +228,8 @@ def distinct_minima(names, x, fun, converged, hess=None) -> list:
         else:
             minima.append({"fval": float(fun[k]), "values": {n: float(v) for n, v in zip(names, x[k])},
                            "n_starts": 1, "_k": int(k)})
-    for m in minima:
-        del m["_k"]
-    return minima
+    index = [m.pop("_k") for m in minima]
+    return (minima, index) if with_index else minima
 
 
 def warn_second_minimum(minima: list, delta: float | None, stacklevel: int = 3) -> None:
