@@ -179,7 +179,11 @@ def test_batched_newton_fits_of_toys_in_one_launch(models):
     batch = jax.jit(jax.vmap(one))(toys)
     assert bool(jnp.all(batch.converged))
     single = newton_fit(fm, toys[2], base, starts=1)  # the same single start as the batch
-    np.testing.assert_allclose(np.asarray(batch.x[2]), [single.values[n] for n in names], rtol=1e-6, atol=1e-8)
+    # the same minimum, to the precision of the EDM tolerance (1e-8 each: 1.4e-4 standard
+    # deviations at most; the CPU's single fit takes another path, its Gauss-Newton phase)
+    sd = np.array([single.errors[n] for n in names])
+    assert np.all(np.abs(np.asarray(batch.x[2]) - [single.values[n] for n in names]) < 1e-3 * sd)
+    assert float(batch.fun[2]) == pytest.approx(single.fval, abs=2e-8)
 
 
 @pytest.mark.slow  # 40 s; the default run keeps the batched-scan checks of test_profile_scan_2d and test_bounded_fits

@@ -191,7 +191,8 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     :func:`~nuejax.inference.fitting.curvature_term`). The solver starts without the correction
     and adds it for good once the EDM of ``H_a`` at an accepted point falls below
     :data:`APPROX_EDM_SWITCH` or a step is rejected; only an exact evaluation passes the KKT test,
-    so the end point and its Hessian are the exact ones. The choice is a ``lax.cond``: give it
+    so the end point and its Hessian are the exact ones (a start within 100 EDM tolerances of a
+    minimum by ``H_a`` is evaluated again, exactly, before any step). The choice is a ``lax.cond``: give it
     only where rows are not ``vmap``-ped (there the correction would run for every row).
     """
     del single
@@ -314,7 +315,10 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         running = (new["status"] == 1) & (new["it"] < max_iter)
         moves = end_of_phase_1(new)[2]
         after_1 = jnp.where(running, 1, jnp.where(moves, 2, 3))
-        new["phase"] = jnp.where(phase <= 1, after_1, 3)
+        # a start that the approximate Hessian puts within a few EDM tolerances of a minimum is
+        # evaluated again, exactly, before any step: a minimum as a start stays where it is
+        again = (phase == 0) & ~exact & finite & (edm_y < 100.0 * edm_tol)
+        new["phase"] = jnp.where(again, 0, jnp.where(phase <= 1, after_1, 3))
         return new
 
     zero = jnp.zeros((), dtype)
