@@ -481,7 +481,7 @@ def test_gauss_newton_phase_ends_on_the_exact_routes_minimum():
     if jax.default_backend() == "cpu":  # rows run one after another there: the solvers take the route
         assert approximate_route(prob, args[1], x) is not None
     v, g, H = value_grad_hessian(x, args)
-    v_gn, g_gn, H_gn = value_grad_hessian(x, args, gauss_newton=True)
+    v_gn, g_gn, H_gn, _ = gauss_newton_terms(x, args)
     mu = np.asarray(m.expected(prob.params(x, args[1])))
     J = np.asarray(jax.jacfwd(lambda y: m.expected(prob.params(y, args[1])))(x))
     ref = J.T @ ((2.0 * np.asarray(data) / mu**2)[:, None] * J)  # no constraint terms in this model

@@ -66,11 +66,13 @@ def padded_rows(rows: int, step: int) -> int:
 
 
 def pad_rows(a, size: int):
-    """``a`` with its leading axis padded to ``size`` rows by repeating its first row."""
+    """``a`` with its leading axis padded to ``size`` rows by repeating its first row (a numpy
+    array is padded on the host: no device operation to dispatch)."""
     n = a.shape[0]
     if n == size:
         return a
-    return jnp.concatenate([a, jnp.repeat(a[:1], size - n, axis=0)])
+    xp = np if isinstance(a, np.ndarray) else jnp
+    return xp.concatenate([a, xp.repeat(a[:1], size - n, axis=0)])
 
 
 # -- compiled solvers -----------------------------------------------------------------------------
@@ -95,7 +97,7 @@ def linear_mask(model, names) -> tuple | None:
     return mask if any(mask) else None
 
 
-def value_grad_hessian(x, args, *, gauss_newton: bool = False):
+def value_grad_hessian(x, args):
     r"""-2 ln L, its gradient and its exact Hessian in the fitted parameters ``x`` (``args`` as
     in :func:`objective`).
 
@@ -117,20 +119,18 @@ def value_grad_hessian(x, args, *, gauss_newton: bool = False):
     parameters (:attr:`~nuejax.model.pipeline.Model.linear_parameters`); other models:
     ``jax.hessian``.
 
-    ``gauss_newton``: leave out the middle term (the Gauss-Newton, or Fisher-scoring, matrix of
-    the Poisson term: positive semidefinite, and exact where the model is linear), which skips the
-    forward-over-reverse passes: on the Phase-III NSI problem (19 free, 7 non-linear) 1.2 ms
-    against 3.7-4.9 ms on 2 CPU cores. The solver uses it far from a minimum only
-    (:func:`~nuejax.inference.newton.minimize_bounded`, ``hessian_split``); a model without linear
-    parameters gets the exact Hessian.
+    Without the middle term it is the Gauss-Newton (Fisher-scoring) matrix of the Poisson term,
+    positive semidefinite and exact where the model is linear, which needs no forward-over-reverse
+    pass: :func:`gauss_newton_terms` (on the Phase-III NSI problem, 19 free and 7 non-linear,
+    1.2 ms against 3.7-4.9 ms on 2 CPU cores), and :func:`curvature_term` the rest. The solver
+    uses the former alone far from a minimum only
+    (:func:`~nuejax.inference.newton.minimize_bounded`, ``hessian_split``).
     """
     problem, fixed = args
     if linear_mask(problem.model, problem.names) is None:
         v, g = jax.value_and_grad(objective)(x, args)
         return v, g, jax.hessian(objective)(x, args)
     v, g, H, r = gauss_newton_terms(x, args)
-    if gauss_newton:
-        return v, g, H
     return v, g, H + curvature_term(x, args, r)
 
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import (EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, padded_rows,
+from .fitting import (EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, pad_rows, padded_rows,
                       profile_starts, value_grad_hess)
 from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
@@ -103,19 +103,14 @@ def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1)
     for start in range(0, n, chunk):
         r = min(chunk, n - start)
         size = padded_rows(r, chunk)
-        rows = jax.tree_util.tree_map(lambda a: _pad_host(a[start:start + r], size), grid)  # noqa: B023
-        out = solve(s, rows, _pad_host(x0[start:start + r], size))
+        rows = jax.tree_util.tree_map(lambda a: pad_rows(a[start:start + r], size), grid)  # noqa: B023
+        out = solve(s, rows, pad_rows(x0[start:start + r], size))
         if progress is not None and n > chunk:
             jax.block_until_ready(out.fun)
             progress(f"{label}: {min(start + chunk, n)}/{n} points")
         outs.append((out, r))
     outs = [jax.tree_util.tree_map(lambda a: np.asarray(a)[:r], out) for out, r in outs]  # noqa: B023
     return outs[0] if len(outs) == 1 else jax.tree_util.tree_map(lambda *a: np.concatenate(a), *outs)
-
-
-def _pad_host(a: np.ndarray, size: int) -> np.ndarray:
-    """:func:`~nuejax.inference.fitting.pad_rows` of a host array."""
-    return a if a.shape[0] == size else np.concatenate([a, np.repeat(a[:1], size - a.shape[0], axis=0)])
 
 
 def pinned_refits(s: FitProblem, fit: FitResult, idx, values, *, x_prev=None, max_iter: int = 100, chunk=None):
@@ -209,11 +204,10 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
             ref = global_fit
         else:  # the branch's own curvature for its tangent: the Newton fit's exact Hessian there,
             # else from the problem of the global fit (every parameter free, in the model's order)
-            x_b = np.array([b[k] for k in wide.names])
             if i < len(hessians):
                 H = np.asarray(hessians[i])[np.ix_(order, order)]
             else:
-                _, _, H = value_grad_hess(wide.with_values(b), x_b)
+                _, _, H = value_grad_hess(wide.with_values(b), np.array([b[k] for k in wide.names]))
             ref = FitResult(names=wide.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
                             fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
         starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))
