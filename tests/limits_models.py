@@ -49,3 +49,38 @@ def gaussian_model(sigma_counts=1e3, background=1e6):
 def gaussian_counts(model, x0):
     """The observed count that measures mu = x0 (in units of sigma)."""
     return np.array([float(model.b[0] + model.s[0] * x0)])
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class MirrorModel(AbstractModel):
+    """mu_j = b_j + mu * s_j + k_j (c + a)^2 + tilt * a * q_j: the nuisance ``a`` enters through
+    (c + a)^2, so a -> -2c - a is a second branch of the conditional fit (declared in
+    :meth:`symmetries`), broken only by the small ``tilt`` term, so that toys end on either branch."""
+
+    b: jax.Array
+    s: jax.Array
+    k: jax.Array
+    q: jax.Array
+    parameters: ParameterSet = field(metadata=dict(static=True))
+    c: float = field(metadata=dict(static=True), default=0.5)
+    tilt: float = field(metadata=dict(static=True), default=0.0)
+    constraints: tuple = ()
+
+    @classmethod
+    def create(cls, n=8, *, c=0.5, tilt=2.0):
+        x = np.linspace(0.0, 1.0, n)
+        ps = ParameterSet((Parameter("mu", 1.0, 0.0, 10.0), Parameter("a", 0.0, -3.0, 3.0)))
+        return cls(jnp.asarray(50.0 + 10.0 * x), jnp.asarray(20.0 * np.exp(-3 * x)), jnp.asarray(40.0 * x),
+                   jnp.asarray(1.0 - x), ps, float(c), float(tilt))
+
+    @property
+    def n_obs(self):
+        return int(self.b.shape[0])
+
+    def expected(self, p):
+        a = p["a"]
+        return self.b + p["mu"] * self.s + self.k * (self.c + a) ** 2 + self.tilt * a * self.q
+
+    def symmetries(self):
+        return (lambda v: {"a": -2.0 * self.c - v["a"]},)

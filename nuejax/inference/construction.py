@@ -7,6 +7,7 @@ local devices and resumable (:mod:`~nuejax.inference.runner`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ from .starts import DEFAULT_STARTS
 from .toys import draw_parts, resample_flags, row_index, toy_fits, toy_starts
 
 __all__ = ["ACCEPT_TOL", "Construction", "construction", "observed_fits", "run_construction", "base_config",
-           "grid_points", "check_toys", "critical_value", "key_data", "read_run"]
+           "grid_points", "check_toys", "critical_value", "key_data", "read_run", "branch_images",
+           "on_generating_branch", "branch_selection"]
 
 
 def key_data(key) -> np.ndarray:
@@ -68,6 +70,71 @@ def critical_value(t: np.ndarray, cl: float) -> tuple[float, float, bool]:
     hi = s[int(np.clip(np.ceil(n * cl + d), 0, n - 1))]
     ties = int(np.sum(np.abs(s - q) <= 1e-9 * max(1.0, abs(q))))
     return q, float(0.5 * (hi - lo)), bool(ties > 0.01 * n)
+
+
+def branch_images(pr: "Construction", gen_x) -> np.ndarray:
+    """The images of each generating point's nuisances under the symmetries the model declares
+    (``model.symmetries()``, singly and combined) that move nuisances only and stay inside their
+    bounds: the other branches a toy's conditional fit can end on. ``gen_x`` (n, k + n_nuis), the
+    parameters of interest first; returns (n, m, n_nuis), NaN rows where a point has fewer than m
+    images (m = 0: no such symmetry)."""
+    gen_x = np.atleast_2d(np.asarray(gen_x, dtype=float))
+    nuis, k = tuple(pr.nuis), len(pr.poi)
+    lo, hi = np.asarray(pr.full.lower, dtype=float)[k:], np.asarray(pr.full.upper, dtype=float)[k:]
+    syms = pr.full.model.symmetries()
+    per_point = []
+    fixed = pr.full.host_params()  # once: it reads the values from the device
+    for x in gen_x:
+        values = {**fixed, **dict(zip(pr.full.names, map(float, x)))}
+        # a symmetry that moves a parameter of interest or a fixed one has no image at fixed θ
+        # (the declared symmetries act on disjoint names, so a combination moves nuisances only
+        # exactly when each of its members does)
+        own = [s for s in syms if set(s(values)) <= set(nuis)]
+        base = x[k:]
+        imgs = []
+        for r in range(1, len(own) + 1):
+            for combo in itertools.combinations(own, r):
+                v = dict(values)
+                for s in combo:
+                    v.update(s(v))
+                img = np.array([v[n] for n in nuis])
+                if np.any(img != base) and np.all(img >= lo) and np.all(img <= hi) and \
+                        not any(np.array_equal(img, q) for q in imgs):
+                    imgs.append(img)
+        per_point.append(imgs)
+    m = max((len(i) for i in per_point), default=0)
+    out = np.full((len(gen_x), m, len(nuis)), np.nan)
+    for j, imgs in enumerate(per_point):
+        if imgs:
+            out[j, :len(imgs)] = imgs
+    return out
+
+
+def on_generating_branch(gen_nuis, images, nuis_hat) -> np.ndarray:
+    """Whether each toy's conditional fit ``nuis_hat`` (n, t, n_nuis) lies on the branch of its
+    generating nuisances ``gen_nuis`` (n, n_nuis): nearer to them than to each of their images
+    (``images`` (n, m, n_nuis) from :func:`branch_images`), distances taken in the coordinates
+    that image moves (the bisecting hyperplane). Returns (n, t) booleans."""
+    gen_nuis, nuis_hat = np.asarray(gen_nuis, dtype=float), np.asarray(nuis_hat, dtype=float)
+    own = np.ones(nuis_hat.shape[:2], dtype=bool)
+    for j in range(np.shape(images)[1]):
+        img = np.asarray(images)[:, j]
+        has = np.all(np.isfinite(img), axis=1)
+        moved = (np.abs(np.where(has[:, None], img, gen_nuis) - gen_nuis) > 0)[:, None, :]
+        d_gen = np.sum(np.where(moved, nuis_hat - gen_nuis[:, None], 0.0) ** 2, axis=-1)
+        d_img = np.sum(np.where(moved, nuis_hat - np.where(has[:, None], img, gen_nuis)[:, None], 0.0) ** 2, axis=-1)
+        own &= ~has[:, None] | (d_gen <= d_img)
+    return own
+
+
+def branch_selection(ok, gen_nuis, images, nuis_hat) -> np.ndarray:
+    """The toys a critical value uses when it is conditioned on the branch (module docstring of
+    :mod:`~nuejax.inference.feldman_cousins`): the valid ones (``ok``, (n, t)) whose conditional
+    fit stays on the branch of its generating point; all valid toys of a point without images, or
+    where none stays."""
+    sel = np.asarray(ok, dtype=bool) & on_generating_branch(gen_nuis, images, nuis_hat)
+    none = ~np.any(sel, axis=1)
+    return np.where(none[:, None], ok, sel)
 
 
 @dataclass(frozen=True)
@@ -175,6 +242,7 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
         design_g, design_c, _ = toy_starts(pr.full, st["gen_x"], len(pr.poi), pr.starts, max_iter=max_iter)
         if design_g is not None:
             st.update(design_gen=np.unique(st["gen_x"], axis=0), design_g=design_g, design_c=design_c)
+        st["branch_images"] = branch_images(pr, st["gen_x"])  # for critical values conditioned on the branch
         return st
 
     st = store.setup(setup_with_parts)

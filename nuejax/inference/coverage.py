@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .construction import ACCEPT_TOL, Construction, check_toys, construction, critical_value, key_data
+from .construction import (ACCEPT_TOL, Construction, branch_images, branch_selection, check_toys, construction,
+                           critical_value, key_data)
 from .intervals import check_cl
 from .results import CoverageResult
 from .runner import Progress, default_chunk, run_rows
@@ -22,14 +23,18 @@ __all__ = ["coverage"]
 
 def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.9, inner_toys: int = 0,
              profile=None, resample_aux: bool = True, starts=DEFAULT_STARTS, max_iter: int = 100,
-             chunk: int | None = None, progress=False) -> CoverageResult:
+             chunk: int | None = None, progress=False, condition_on_branch: bool = True) -> CoverageResult:
     """Fraction of toys drawn at ``truth`` (parameter values; the rest from the model's defaults)
     whose Feldman–Cousins interval for ``names`` contains the true value (:class:`CoverageResult`).
 
     Toys for the coverage use indices ``0 … n_toys − 1`` of ``key``; the critical values use
     another key derived from it (``jax.random.split(key)[1]``), so no toy serves twice. Every toy's
     fits start from the multi-start design ``starts`` at its generating point
-    (:mod:`~nuejax.inference.starts`).
+    (:mod:`~nuejax.inference.starts`). With ``inner_toys`` > 0, ``condition_on_branch`` takes each
+    critical value as :func:`~nuejax.inference.feldman_cousins` does (from the inner toys whose
+    conditional fit stays on the branch of their generating nuisances); the result keeps the
+    critical values from every valid inner toy too (``t_crit_pooled``), to compare the two on the
+    same toys.
     """
     t0 = time.perf_counter()
     n_toys = check_toys(n_toys)
@@ -83,7 +88,13 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         inner = run(gen, np.repeat(poi_true[None], len(idx), 0), idx, key_inner, "critical values")
         good = (inner["conv_global"] & inner["conv_cond"]).reshape(n_toys, inner_toys)
         tin = inner["t"].reshape(n_toys, inner_toys)
-        t_crit = np.array([critical_value(tin[j][good[j]], cl)[0] for j in range(n_toys)])
+        t_pooled = np.array([critical_value(tin[j][good[j]], cl)[0] for j in range(n_toys)])
+        t_crit = t_pooled
+        if condition_on_branch:
+            gen_points = gen[::inner_toys]
+            use = branch_selection(good, nuis_hat, branch_images(pr, gen_points),
+                                   inner["nuis_hat"].reshape(n_toys, inner_toys, -1))
+            t_crit = np.array([critical_value(tin[j][use[j]], cl)[0] for j in range(n_toys)])
     covered = ok & (outer["t"] <= t_crit + ACCEPT_TOL)
     n_valid = int(ok.sum())
     f = float(covered.sum() / n_valid) if n_valid else float("nan")
@@ -96,7 +107,8 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
     return CoverageResult(pr.poi, {k: float(v) for k, v in truth.items() if np.ndim(v) == 0}, n_toys, n_valid,
                           int(covered.sum()), f, err, float(cl), int(inner_toys), t_crit, time.perf_counter() - t0,
                           t=np.where(ok, outer["t"], np.nan), nuisances=tuple(pr.nuis),
-                          nuisance_hat=np.asarray(nuis_hat))
+                          nuisance_hat=np.asarray(nuis_hat),
+                          t_crit_pooled=t_pooled if inner_toys and condition_on_branch else None)
 
 
 def _conditional_nuisances(pr: Construction, outer: dict, x_true, max_iter):

@@ -510,7 +510,10 @@ class FeldmanCousinsResult(Saveable):
     holds at least CL of the toys on discrete data too) and ``t_crit_err`` its statistical
     uncertainty (the belt's Monte Carlo uncertainty), ``p_values`` (fraction of toys with
     t ≥ t_obs), ``accepted`` (t_obs ≤ t_crit), ``n_valid`` toys whose two fits passed the KKT test
-    (only these count), ``discrete`` (the toys' statistic takes repeated values there).
+    (only these count), ``discrete`` (the toys' statistic takes repeated values there),
+    ``n_branch`` (with the critical values conditioned on the branch: the valid toys whose
+    conditional fit stayed on the generating point's branch, the ones t_crit and the p-value use;
+    None when every valid toy counts).
     ``regions``: 1-D, every accepted interval, a union; each end lies where acceptance changes:
     interpolated between the last accepted and the first rejected grid point where the statistic
     is continuous, on the last accepted point where the problem is discrete (no interpolation
@@ -538,6 +541,7 @@ class FeldmanCousinsResult(Saveable):
                        "measurements resampled")
     versions: dict = field(default_factory=versions, repr=False)
     discrete: np.ndarray | None = None
+    n_branch: np.ndarray | None = None
 
     @property
     def regions(self) -> list:
@@ -572,6 +576,7 @@ class FeldmanCousinsResult(Saveable):
                 "seconds": self.seconds, "convention": self.convention,
                 "versions": self.versions,
                 "discrete": None if self.discrete is None else np.asarray(self.discrete, dtype=bool).tolist(),
+                "n_branch": None if self.n_branch is None else np.asarray(self.n_branch).tolist(),
                 **({"interval": json_pair(self.interval), "regions": [json_pair(r) for r in self.regions]}
                    if len(self.poi) == 1 else {})}
 
@@ -583,7 +588,8 @@ class FeldmanCousinsResult(Saveable):
                    int(d["n_toys"]), float(d["cl"]), tuple(d["best_fit"]),
                    tuple((-np.inf if b[0] is None else float(b[0]), np.inf if b[1] is None else float(b[1]))
                          for b in d["bounds"]), float(d["seconds"]), d["convention"],
-                   d.get("versions", {}), None if d.get("discrete") is None else np.asarray(d["discrete"], dtype=bool))
+                   d.get("versions", {}), None if d.get("discrete") is None else np.asarray(d["discrete"], dtype=bool),
+                   None if d.get("n_branch") is None else np.asarray(d["n_branch"], dtype=int))
 
     def __str__(self) -> str:
         head = f"Feldman–Cousins {self.cl:.0%} CL on {' x '.join(self.poi)}: {len(self.points)} points x {self.n_toys} toys"
@@ -655,7 +661,9 @@ class CoverageResult(Saveable):
     :func:`feldman_cousins` does on data); 0: one critical value from toys at the true nuisances
     (the exact Neyman construction). Per toy: ``t``, the statistic at the truth (NaN without a valid
     fit), and ``nuisance_hat``, the conditional fit's values of ``nuisances`` there (with inner toys,
-    their generating point), to see where coverage is lost or gained."""
+    their generating point), to see where coverage is lost or gained; ``t_crit_pooled``, where the
+    critical values were conditioned on the branch (:func:`~nuejax.inference.coverage`), the ones
+    every valid inner toy gives."""
 
     poi: tuple
     truth: dict
@@ -672,6 +680,7 @@ class CoverageResult(Saveable):
     t: np.ndarray | None = None
     nuisances: tuple = ()
     nuisance_hat: np.ndarray | None = None
+    t_crit_pooled: np.ndarray | None = None
 
     def to_dict(self) -> dict:
         return {"kind": type(self).__name__, "poi": list(self.poi), "truth": dict(self.truth), "n_toys": self.n_toys,
@@ -679,7 +688,8 @@ class CoverageResult(Saveable):
                 "cl": self.cl, "inner_toys": self.inner_toys, "t_crit": json_array(self.t_crit), "seconds": self.seconds,
                 "versions": self.versions, "t": None if self.t is None else json_array(self.t),
                 "nuisances": list(self.nuisances),
-                "nuisance_hat": None if self.nuisance_hat is None else json_array(self.nuisance_hat)}
+                "nuisance_hat": None if self.nuisance_hat is None else json_array(self.nuisance_hat),
+                "t_crit_pooled": None if self.t_crit_pooled is None else json_array(self.t_crit_pooled)}
 
     @classmethod
     def from_dict(cls, d: dict):
@@ -687,7 +697,8 @@ class CoverageResult(Saveable):
                    float(d["fraction"]), float(d["error"]), float(d["cl"]), int(d["inner_toys"]), array_from_json(d["t_crit"]),
                    float(d["seconds"]), d.get("versions", {}),
                    None if d.get("t") is None else array_from_json(d["t"]), tuple(d.get("nuisances", ())),
-                   None if d.get("nuisance_hat") is None else array_from_json(d["nuisance_hat"]))
+                   None if d.get("nuisance_hat") is None else array_from_json(d["nuisance_hat"]),
+                   None if d.get("t_crit_pooled") is None else array_from_json(d["t_crit_pooled"]))
 
     def __str__(self) -> str:
         return (f"coverage of the {self.cl:.0%} CL Feldman–Cousins {' x '.join(self.poi)} at "

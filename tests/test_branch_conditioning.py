@@ -1,0 +1,77 @@
+"""Critical values conditioned on the branch (nuejax.inference.feldman_cousins, module docstring):
+the classification of toys by the branch of their conditional fit, and the Feldman–Cousins
+critical values recomputed by hand from a stored run's toys. Their coverage on the bimodal
+physics models is measured in benchmarks/accuracy/coverage_bimodal.py (docs/inference.md)."""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from nuejax.inference import feldman_cousins
+from nuejax.inference.construction import (branch_images, branch_selection, construction, critical_value,
+                                           on_generating_branch, read_run)
+from nuejax.inference.feldman_cousins import fc_assemble
+
+sys.path.insert(0, str(Path(__file__).parent))
+from limits_models import MirrorModel  # noqa: E402
+
+
+def test_on_generating_branch_uses_the_bisector_in_the_moved_coordinates():
+    gen = np.array([[0.0, 5.0, 1.0], [0.0, 5.0, 1.0]])
+    # point 0: one image moving coordinate 0 to -1; point 1: also one moving coordinates 0 and 2
+    images = np.full((2, 2, 3), np.nan)
+    images[0, 0] = [-1.0, 5.0, 1.0]
+    images[1, 0] = [-1.0, 5.0, 1.0]
+    images[1, 1] = [-1.0, 5.0, -1.0]
+    toys = np.array([[[-0.4, 9.0, 1.0], [-0.6, 5.0, 1.0], [-0.4, 5.0, -0.9]],
+                     [[-0.4, 9.0, 1.0], [-0.6, 5.0, 1.0], [-0.4, 5.0, -0.9]]])
+    own = on_generating_branch(gen, images, toys)
+    # coordinate 1 is moved by no image: a far excursion there does not count
+    np.testing.assert_array_equal(own[0], [True, False, True])
+    # (-0.4, -0.9) is nearer to (-1, -1) than to (0, 1) in the two coordinates the image moves
+    np.testing.assert_array_equal(own[1], [True, False, False])
+    ok = np.array([[True, True, True], [False, True, True]])
+    sel = branch_selection(ok, gen, images, toys)
+    np.testing.assert_array_equal(sel[0], [True, False, True])
+    # no toy of point 1 is both valid and on its branch: the point falls back to its valid toys
+    np.testing.assert_array_equal(sel[1], ok[1])
+
+
+def test_branch_images_move_nuisances_only_and_stay_in_bounds():
+    m = MirrorModel.create()
+    # a parameter of interest moved by a symmetry has no image at fixed mu: only a's counts
+    pr = construction(m, np.asarray(m.expected(m.parameters.values())), "mu", None, None)
+    img = branch_images(pr, np.array([[1.0, 0.2], [1.0, 2.5]]))
+    assert img.shape == (2, 1, 1)
+    assert img[0, 0, 0] == -1.2  # -2c - a
+    assert np.isnan(img[1, 0, 0])  # -3.5 lies outside a's bounds [-3, 3]
+    pr_a = construction(m, np.asarray(m.expected(m.parameters.values())), "a", None, None)
+    assert branch_images(pr_a, np.array([[0.2, 1.0]])).shape == (1, 0, 1)
+
+
+def test_feldman_cousins_critical_values_from_the_toys_on_the_branch(tmp_path):
+    """A stored run's toys, classified by hand (|a_toy - a_gen| <= |a_toy - image|): the critical
+    value and p-value of every point use the valid toys on the branch; without the conditioning,
+    every valid toy."""
+    m = MirrorModel.create()
+    data = np.round(np.asarray(m.expected(m.parameters.values({"mu": 1.0, "a": -0.3}))))
+    grid = [0.5, 1.0, 2.0]
+    r = feldman_cousins(m, data, "mu", grid, 150, key=2, out=tmp_path / "run")
+    config, st, res = read_run(tmp_path / "run")
+    t = res["t"].reshape(3, 150)
+    ok = (res["conv_global"] & res["conv_cond"]).reshape(3, 150)
+    a_gen = st["gen_x"][:, 1]
+    a_toy = res["nuis_hat"].reshape(3, 150)
+    own = np.abs(a_toy - a_gen[:, None]) <= np.abs(a_toy - (-1.0 - a_gen)[:, None])
+    # the test means something: at every point some valid toys cross to the other branch
+    assert np.all(np.sum(ok & ~own, axis=1) > 0) and np.all(np.sum(ok & own, axis=1) > 0), np.sum(ok & ~own, axis=1)
+    np.testing.assert_array_equal(r.n_branch, np.sum(ok & own, axis=1))
+    np.testing.assert_array_equal(r.n_valid, np.sum(ok, axis=1))
+    for k in range(3):
+        assert r.t_crit[k] == critical_value(t[k][ok[k] & own[k]], 0.9)[0]
+        assert r.p_values[k] == np.mean(t[k][ok[k] & own[k]] >= r.t_obs[k])
+    assert "branch" in r.convention
+    pooled = fc_assemble(dict(config, condition_on_branch=False), st, res, 0.0)
+    assert pooled.n_branch is None and "branch" not in pooled.convention
+    for k in range(3):
+        assert pooled.t_crit[k] == critical_value(t[k][ok[k]], 0.9)[0]
