@@ -31,10 +31,11 @@ def test_on_generating_branch_uses_the_bisector_in_the_moved_coordinates():
     # (-0.4, -0.9) is nearer to (-1, -1) than to (0, 1) in the two coordinates the image moves
     np.testing.assert_array_equal(own[1], [True, False, False])
     ok = np.array([[True, True, True], [False, True, True]])
-    sel = branch_selection(ok, gen, images, toys)
+    sel, fell_back = branch_selection(ok, gen, images, toys)
     np.testing.assert_array_equal(sel[0], [True, False, True])
     # no toy of point 1 is both valid and on its branch: the point falls back to its valid toys
     np.testing.assert_array_equal(sel[1], ok[1])
+    np.testing.assert_array_equal(fell_back, [False, True])
 
 
 def test_branch_images_move_nuisances_only_and_stay_in_bounds():

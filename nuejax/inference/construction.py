@@ -127,14 +127,14 @@ def on_generating_branch(gen_nuis, images, nuis_hat) -> np.ndarray:
     return own
 
 
-def branch_selection(ok, gen_nuis, images, nuis_hat) -> np.ndarray:
+def branch_selection(ok, gen_nuis, images, nuis_hat) -> tuple[np.ndarray, np.ndarray]:
     """The toys a critical value uses when it is conditioned on the branch (module docstring of
     :mod:`~nuejax.inference.feldman_cousins`): the valid ones (``ok``, (n, t)) whose conditional
     fit stays on the branch of its generating point; all valid toys of a point without images, or
-    where none stays."""
+    where none stays (then the second output, per point, is True: the caller warns)."""
     sel = np.asarray(ok, dtype=bool) & on_generating_branch(gen_nuis, images, nuis_hat)
-    none = ~np.any(sel, axis=1)
-    return np.where(none[:, None], ok, sel)
+    none = ~np.any(sel, axis=1) & np.any(ok, axis=1)
+    return np.where(none[:, None], ok, sel), none
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ interval (region) contains it, with its statistical uncertainty (:func:`coverage
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Mapping
 
 import jax
@@ -92,8 +93,12 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         t_crit = t_pooled
         if condition_on_branch:
             gen_points = gen[::inner_toys]
-            use = branch_selection(good, nuis_hat, branch_images(pr, gen_points),
-                                   inner["nuis_hat"].reshape(n_toys, inner_toys, -1))
+            use, none = branch_selection(good, nuis_hat, branch_images(pr, gen_points),
+                                         inner["nuis_hat"].reshape(n_toys, inner_toys, -1))
+            if np.any(none):
+                warnings.warn(f"coverage: for {int(none.sum())} toy(s) no valid inner toy's conditional fit stayed on "
+                              "the branch of its generating nuisances; their critical values use every valid inner toy",
+                              RuntimeWarning, stacklevel=2)
             t_crit = np.array([critical_value(tin[j][use[j]], cl)[0] for j in range(n_toys)])
     covered = ok & (outer["t"] <= t_crit + ACCEPT_TOL)
     n_valid = int(ok.sum())

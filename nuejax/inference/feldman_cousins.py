@@ -105,8 +105,12 @@ def fc_assemble(config, st, res, seconds) -> FeldmanCousinsResult:
     use = ok
     if conditioned:
         k_poi = len(config["poi"])
-        use = branch_selection(ok, st["gen_x"][:, k_poi:], st["branch_images"],
-                               res["nuis_hat"].reshape(g, n_toys, -1))
+        use, none = branch_selection(ok, st["gen_x"][:, k_poi:], st["branch_images"],
+                                     res["nuis_hat"].reshape(g, n_toys, -1))
+        if np.any(none):
+            warnings.warn(f"Feldman–Cousins: at {int(none.sum())} grid point(s) (first {st['points'][np.argmax(none)].tolist()}) "
+                          "no valid toy's conditional fit stayed on the branch of the generating nuisances; their "
+                          "critical values use every valid toy", RuntimeWarning, stacklevel=3)
     t_crit, t_err, p, n_valid = (np.empty(g) for _ in range(4))
     discrete = np.zeros(g, dtype=bool)
     for k in range(g):
