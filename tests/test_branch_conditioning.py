@@ -40,7 +40,7 @@ def test_on_generating_branch_uses_the_bisector_in_the_moved_coordinates():
 
 def test_branch_images_move_nuisances_only_and_stay_in_bounds():
     m = MirrorModel.create()
-    # a parameter of interest moved by a symmetry has no image at fixed mu: only a's counts
+    # with mu of interest, a is the nuisance the symmetry moves; with a of interest there is no image
     pr = construction(m, np.asarray(m.expected(m.parameters.values())), "mu", None, None)
     img = branch_images(pr, np.array([[1.0, 0.2], [1.0, 2.5]]))
     assert img.shape == (2, 1, 1)
@@ -76,3 +76,37 @@ def test_feldman_cousins_critical_values_from_the_toys_on_the_branch(tmp_path):
     assert pooled.n_branch is None and "branch" not in pooled.convention
     for k in range(3):
         assert pooled.t_crit[k] == critical_value(t[k][ok[k]], 0.9)[0]
+
+
+def test_coverage_conditions_each_toys_inner_toys_on_its_own_branch(monkeypatch):
+    """coverage(inner_toys=...) hands each coverage toy's own conditional nuisances and their
+    image (a -> -2c - a) to the selection, and its critical values differ from the pooled ones
+    where inner toys cross; with condition_on_branch=False the pooled ones are the result's."""
+    import importlib
+
+    from nuejax.inference import coverage
+
+    cov_mod = importlib.import_module("nuejax.inference.coverage")  # the package's name is the function
+
+    seen = {}
+    real = cov_mod.branch_selection
+
+    def spy(ok, gen_nuis, images, nuis_hat):
+        seen.update(ok=ok, gen=gen_nuis, images=images, nuis_hat=nuis_hat)
+        return real(ok, gen_nuis, images, nuis_hat)
+
+    monkeypatch.setattr(cov_mod, "branch_selection", spy)
+    m = MirrorModel.create()
+    truth = {"mu": 1.0, "a": -0.3}
+    c = coverage(m, truth, "mu", 12, key=1, inner_toys=60)
+    np.testing.assert_array_equal(seen["gen"], c.nuisance_hat)
+    img = -1.0 - c.nuisance_hat[:, 0]
+    inside = (img >= -3.0) & (img <= 3.0)
+    np.testing.assert_allclose(seen["images"][inside, 0, 0], img[inside], rtol=0, atol=1e-12)
+    assert seen["nuis_hat"].shape == (12, 60, 1)
+    own = np.abs(seen["nuis_hat"][..., 0] - c.nuisance_hat[:, :1]) <= np.abs(seen["nuis_hat"][..., 0] - img[:, None])
+    assert np.any(seen["ok"] & ~own) and np.any(c.t_crit != c.t_crit_pooled)
+    monkeypatch.setattr(cov_mod, "branch_selection", real)
+    pooled = coverage(m, truth, "mu", 12, key=1, inner_toys=60, condition_on_branch=False)
+    assert pooled.t_crit_pooled is None
+    np.testing.assert_array_equal(pooled.t_crit, c.t_crit_pooled)

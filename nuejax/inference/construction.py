@@ -73,9 +73,9 @@ def critical_value(t: np.ndarray, cl: float) -> tuple[float, float, bool]:
 
 
 def branch_images(pr: "Construction", gen_x) -> np.ndarray:
-    """The images of each generating point's nuisances under the symmetries the model declares
-    (``model.symmetries()``, singly and combined) that move nuisances only and stay inside their
-    bounds: the other branches a toy's conditional fit can end on. ``gen_x`` (n, k + n_nuis), the
+    """The images of each generating point's nuisances under the (approximate) symmetries the
+    model declares (``model.symmetries()``, singly and combined) that move nuisances only and stay
+    inside their bounds: where a toy's conditional fit may end on another branch. ``gen_x`` (n, k + n_nuis), the
     parameters of interest first; returns (n, m, n_nuis), NaN rows where a point has fewer than m
     images (m = 0: no such symmetry)."""
     gen_x = np.atleast_2d(np.asarray(gen_x, dtype=float))
@@ -88,8 +88,13 @@ def branch_images(pr: "Construction", gen_x) -> np.ndarray:
         values = {**fixed, **dict(zip(pr.full.names, map(float, x)))}
         # a symmetry that moves a parameter of interest or a fixed one has no image at fixed θ
         # (the declared symmetries act on disjoint names, so a combination moves nuisances only
-        # exactly when each of its members does)
-        own = [s for s in syms if set(s(values)) <= set(nuis)]
+        # exactly when each of its members does); a name returned unchanged (an imaginary part
+        # fixed at 0) does not count as moved
+        own = []
+        for s in syms:
+            moved = {n for n, v in s(values).items() if v != values[n]}
+            if moved and moved <= set(nuis):
+                own.append(s)
         base = x[k:]
         imgs = []
         for r in range(1, len(own) + 1):

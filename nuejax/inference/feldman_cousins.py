@@ -19,13 +19,14 @@ the model declares a symmetry among the nuisances (``model.symmetries()``, e.g. 
 −2 g_L − ε^L_ee), the conditional fit of a toy drawn at :math:`\hat{\hat\nu}` can end on the
 image branch, and t's distribution differs between the toys that stay on their generating
 point's branch and those that cross (the likelihood's shape there differs). The observed data's
-conditional fit *is* :math:`\hat{\hat\nu}`: it sits on the branch the toys are drawn at. So
-:math:`t_c` is taken from the toys whose conditional fit stays on that branch (nearer to
-:math:`\hat{\hat\nu}` than to each image: :func:`~nuejax.inference.construction.on_generating_branch`),
-the reference set that matches the data in this respect (conditioning on the branch as the
-conditionality principle conditions on an ancillary; it is not exactly ancillary here, so the
-coverage is measured: docs/inference.md, "Coverage where the likelihood is bimodal"). Without such a symmetry every valid
-toy counts, as with ``condition_on_branch=False``.
+conditional fit *is* :math:`\hat{\hat\nu}`, so :math:`t_c` is taken from the toys whose
+conditional fit stays on that branch: nearer to :math:`\hat{\hat\nu}` than to each image, in
+the coordinates that image moves (:func:`~nuejax.inference.construction.on_generating_branch`;
+images outside the bounds, and symmetries that move a parameter of interest or a fixed one, do
+not count). This is a heuristic choice of reference toys, not conditional inference on an
+ancillary (how often toys cross depends on θ and ν); its coverage is measured
+(docs/inference.md, "Coverage where the likelihood is bimodal"). Without such a symmetry every
+valid toy counts, as with ``condition_on_branch=False``.
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ def feldman_cousins(model, data, names, grid, n_toys: int, key=0, *, cl: float =
     bounds = [[None if not np.isfinite(b[0][0]) else float(b[0][0]), None if not np.isfinite(b[1][0]) else float(b[1][0])]
               for b in bounds]
     shape = tuple(len(a) for a in axes)
-    extra = {"axes": [a.tolist() for a in axes], "cl": float(cl), "bounds": bounds,
-             "condition_on_branch": bool(condition_on_branch)}
+    extra = {"axes": [a.tolist() for a in axes], "cl": float(cl), "bounds": bounds}
+    if condition_on_branch:  # absent otherwise: a run stored before the option existed resumes with False
+        extra["condition_on_branch"] = True
     return run_construction(pr, "feldman_cousins", extra,
                             lambda: observed_fits(pr, points, max_iter=max_iter, one_sided=False, grid_shape=shape),
                             lambda st: _fc_rows(st, n_toys), fc_assemble, n_rows=len(points) * n_toys, n_toys=n_toys,
