@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.exported import persistent
 from ..model.likelihood import BinnedPoisson, poisson_nll
 from .newton import STATUS, kkt, minimize_bounded, snap_to_bounds
 from .newton import scale as newton_scale
@@ -258,8 +259,9 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
     one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol)
     if multi:
         one = over_rows(one, (None, None, 0), costly_objective)
+    tag = f"solver-{batch}-{int(multi)}-{max_iter}-{edm_tol:g}"
     if batch == "fixed":
-        return jax.jit(over_rows(one, (None, 0, 0), costly_objective))
+        return persistent(jax.jit(over_rows(one, (None, 0, 0), costly_objective)), tag)
     if batch in ("data", "data_aux"):
         def on_data(problem, data, aux, fixed, x0):
             return one(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
@@ -268,8 +270,8 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
             return costly_objective(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
 
         axes = (None, 0, 0 if batch == "data_aux" else None, None, 0)
-        return jax.jit(over_rows(on_data, axes, costly))
-    return jax.jit(one)
+        return persistent(jax.jit(over_rows(on_data, axes, costly)), tag)
+    return persistent(jax.jit(one), tag)
 
 
 #: On the CPU, rows whose -2 ln L costs at least this many flops per evaluation (XLA's cost

@@ -1,0 +1,122 @@
+"""Programs kept across processes: a jitted function's traced and lowered program stored in the
+on-disk cache (:mod:`jax.export`), so that a later process skips tracing and lowering it.
+
+A warm ``nuejax borexino`` on 2 CPU cores spent 5.3 s of 34 s tracing, lowering and loading its
+six solver programs, every run, although JAX's persistent compilation cache already held their
+compiled code: that cache starts from the lowered program (benchmarks/NOTES.md).
+:func:`persistent` wraps a jitted function. Called outside any trace, with concrete arrays, on a
+process with one device, it looks the call's signature up in the process, then in the on-disk
+cache (:func:`nuejax.cache.cached`, kind ``program``), and only on a miss traces the function
+(``jax.export.export``), stores the serialized program and calls it. The compiled code still
+comes from JAX's compilation cache (:func:`nuejax.cache.enable_compilation_cache`).
+
+The key of an entry is the cache's (:func:`nuejax.cache.argument_key`: the package's source and
+data, the versions of JAX and the machine, ``jax_enable_x64`` and the default matmul precision)
+with the function's tag, the arguments' treedef (pickled: it holds the static fields of the
+problem and model) and every leaf's shape, dtype and weak type. Where that cannot be keyed (a
+static field that does not pickle), or the program cannot be exported or stored, or the process
+has several devices (rows sharded over them), the call goes to the jitted function itself: the
+result is the same program's (tests/test_exported.py).
+
+On with the on-disk cache (``NUEJAX_CACHE``); ``NUEJAX_EXPORTED=0`` turns this part off alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+
+import jax
+import numpy as np
+
+__all__ = ["persistent", "exported_enabled"]
+
+
+def exported_enabled() -> bool:
+    """Whether :func:`persistent` keeps programs (the on-disk cache on, ``NUEJAX_EXPORTED`` not off)."""
+    from ..cache import _switch, cache_enabled
+
+    return cache_enabled() and _switch("NUEJAX_EXPORTED")
+
+
+def _is_concrete(leaf) -> bool:
+    return isinstance(leaf, (np.ndarray, np.generic, jax.Array)) and not isinstance(leaf, jax.core.Tracer)
+
+
+def _spec(leaf):
+    weak = bool(getattr(leaf, "weak_type", False))
+    return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, weak_type=weak)
+
+
+def _signature(treedef, specs) -> str | None:
+    try:
+        tree = pickle.dumps(treedef, protocol=4)
+    except Exception:  # a static field that does not pickle: not keyed
+        return None
+    h = hashlib.blake2b(tree, digest_size=20)
+    for s in specs:
+        h.update(f"{s.shape}|{s.dtype}|{s.weak_type};".encode())
+    return h.hexdigest()
+
+
+def _load_or_export(jitted, tag: str, treedef, specs):
+    """A callable on the flat leaves returning the output PyTree, or None (use ``jitted``)."""
+    from ..cache import cached
+
+    sig = _signature(treedef, specs)
+    if sig is None:
+        return None
+    made = {}
+
+    def build():
+        def flat(*leaves):
+            out = jitted(*jax.tree_util.tree_unflatten(treedef, leaves))
+            out_leaves, made["tree"] = jax.tree_util.tree_flatten(out)
+            return tuple(out_leaves)
+
+        made["exp"] = jax.export.export(jax.jit(flat))(*specs)
+        return {"program": np.frombuffer(made["exp"].serialize(), dtype=np.uint8),
+                "out_tree": np.frombuffer(pickle.dumps(made["tree"], protocol=4), dtype=np.uint8)}
+
+    try:
+        entry = cached("program", tag, {"signature": sig}, build)
+        exp = made.get("exp") or jax.export.deserialize(bytearray(np.asarray(entry["program"]).tobytes()))
+        out_tree = pickle.loads(np.asarray(entry["out_tree"]).tobytes())
+    except Exception as err:  # not exportable here (e.g. no flatbuffers): the jitted function
+        from ..cache import _warn_once
+
+        _warn_once(("program", tag, type(err).__name__),
+                   f"nuejax cache: program {tag!r} not kept across processes ({type(err).__name__}: {err}); "
+                   "it is traced in every process")
+        return None
+    call = jax.jit(exp.call)
+
+    def run(*leaves):
+        return jax.tree_util.tree_unflatten(out_tree, call(*leaves))
+
+    return run
+
+
+def persistent(jitted, tag: str):
+    """``jitted`` (a ``jax.jit`` function) whose programs are kept across processes (module
+    docstring); ``tag`` names the function in the entries' file names and keys."""
+    memo: dict = {}
+
+    def call(*args):
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        # several devices: rows may be sharded, which a program exported for one device does not
+        # take; inside a trace: the caller's program holds this one
+        if jax.device_count() > 1 or not all(_is_concrete(v) for v in leaves) or not exported_enabled():
+            return jitted(*args)
+        sig = (treedef, tuple(_spec(v) for v in leaves))
+        try:
+            known = sig in memo
+        except TypeError:  # an unhashable static field
+            return jitted(*args)
+        if not known:
+            memo[sig] = _load_or_export(jitted, tag, treedef, sig[1])
+        run = memo[sig]
+        return jitted(*args) if run is None else run(*leaves)
+
+    call.__wrapped__ = jitted
+    return call

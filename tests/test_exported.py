@@ -1,0 +1,100 @@
+"""Programs kept across processes (nuejax._internal.exported): a second process loads the stored
+program instead of tracing the function, and gets the jitted function's results; calls inside a
+trace, with the switch off, or with an argument that cannot be keyed go to the jitted function."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nuejax._internal.exported import persistent
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = textwrap.dedent('''
+    import json, sys
+    from dataclasses import dataclass, field
+    from typing import NamedTuple
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    from nuejax._internal.exported import persistent
+
+    traced = []
+
+    @jax.tree_util.register_dataclass
+    @dataclass(frozen=True)
+    class Problem:
+        a: jax.Array
+        scale: float = field(metadata=dict(static=True), default=2.0)
+
+    class Out(NamedTuple):
+        value: jax.Array
+        steps: jax.Array
+
+    def solve(p, x):
+        traced.append(1)  # runs only while tracing
+        def body(c):
+            y, k = c
+            return y - 0.5 * (y * y - p.a) / y, k + 1
+        y, k = jax.lax.while_loop(lambda c: jnp.abs(c[0] * c[0] - p.a).max() > 1e-12, body, (x, 0))
+        return Out(p.scale * y, k)
+
+    f = persistent(jax.jit(solve), "test_sqrt")
+    out = f(Problem(jnp.array([2.0, 9.0])), np.array([1.0, 1.0]))
+    n_traced = len(traced)
+    ref = jax.jit(solve)(Problem(jnp.array([2.0, 9.0])), np.array([1.0, 1.0]))
+    print(json.dumps({"traced": n_traced, "value": np.asarray(out.value).tolist(), "steps": int(out.steps),
+                      "ref": np.asarray(ref.value).tolist(), "type": type(out).__name__}))
+''')
+
+
+def _run(tmp_path, **env):
+    e = dict(os.environ, NUEJAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), **env)
+    e.pop("NUEJAX_CACHE", None)
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=e, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_the_program_instead_of_tracing(tmp_path):
+    first = _run(tmp_path)
+    entries = list((tmp_path / "cache").glob("program-test_sqrt-*.npz"))
+    assert len(entries) == 1
+    second = _run(tmp_path)
+    # the first process traced solve to export it; the second loaded it
+    assert first["traced"] == 1 and second["traced"] == 0, (first, second)
+    assert second["type"] == "Out" and second["steps"] == first["steps"] > 3
+    assert second["value"] == first["value"] == first["ref"]
+    np.testing.assert_allclose(second["value"], [2 * np.sqrt(2.0), 6.0], rtol=1e-14)
+
+
+def test_switched_off_nothing_is_stored(tmp_path):
+    out = _run(tmp_path, NUEJAX_EXPORTED="0")
+    assert out["traced"] == 1 and not list((tmp_path / "cache").glob("program-*"))
+
+
+def test_calls_that_are_not_kept_go_to_the_jitted_function(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def double(x):
+        calls.append(1)
+        return 2 * x
+
+    f = persistent(jax.jit(double), "test_double")
+    # inside another trace: the wrapper calls the jitted function, which the outer program inlines
+    assert float(jax.jit(lambda x: f(x) + 1)(jnp.float64(3.0) if jax.config.jax_enable_x64 else 3.0)) == 7.0
+    assert not list(tmp_path.glob("program-*"))
+    # a Python scalar is not an array: not keyed
+    assert f(3.0) == 6.0 and not list(tmp_path.glob("program-*"))
+    # an array: stored, and a second call with the same signature reuses the loaded program
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(f(x), 2 * x)
+    n = len(calls)
+    np.testing.assert_array_equal(f(x + 1), 2 * (x + 1))
+    assert len(calls) == n and len(list(tmp_path.glob("program-test_double-*.npz"))) == 1
