@@ -31,6 +31,8 @@ SCRIPT = textwrap.dedent('''
     class Problem:
         a: jax.Array
         scale: float = field(metadata=dict(static=True), default=2.0)
+        names: tuple = field(metadata=dict(static=True), default=())
+        other: tuple = field(metadata=dict(static=True), default=())
 
     class Out(NamedTuple):
         value: jax.Array
@@ -45,7 +47,10 @@ SCRIPT = textwrap.dedent('''
         return Out(p.scale * y, k)
 
     f = persistent(jax.jit(solve), "test_sqrt")
-    out = f(Problem(jnp.array([2.0, 9.0])), np.array([1.0, 1.0]))
+    names = tuple(str(i) for i in range(3))
+    # equal static fields, one object or two: a pickle of the treedef would differ (its memo)
+    other = names if sys.argv[1] == "shared" else tuple(str(i) for i in range(3))
+    out = f(Problem(jnp.array([2.0, 9.0]), names=names, other=other), np.array([1.0, 1.0]))
     n_traced = len(traced)
     ref = jax.jit(solve)(Problem(jnp.array([2.0, 9.0])), np.array([1.0, 1.0]))
     print(json.dumps({"traced": n_traced, "value": np.asarray(out.value).tolist(), "steps": int(out.steps),
@@ -53,10 +58,10 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path, **env):
+def _run(tmp_path, shared="shared", **env):
     e = dict(os.environ, NUEJAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), **env)
     e.pop("NUEJAX_CACHE", None)
-    r = subprocess.run([sys.executable, "-c", SCRIPT], env=e, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, shared], env=e, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -65,7 +70,7 @@ def test_a_second_process_loads_the_program_instead_of_tracing(tmp_path):
     first = _run(tmp_path)
     entries = list((tmp_path / "cache").glob("program-test_sqrt-*.npz"))
     assert len(entries) == 1
-    second = _run(tmp_path)
+    second = _run(tmp_path, "separate")
     # the first process traced solve to export it; the second loaded it
     assert first["traced"] == 1 and second["traced"] == 0, (first, second)
     assert second["type"] == "Out" and second["steps"] == first["steps"] > 3

@@ -12,9 +12,10 @@ comes from JAX's compilation cache (:func:`nuejax.cache.enable_compilation_cache
 
 The key of an entry is the cache's (:func:`nuejax.cache.argument_key`: the package's source and
 data, the versions of JAX and the machine, ``jax_enable_x64`` and the default matmul precision)
-with the function's tag, the arguments' treedef (pickled: it holds the static fields of the
-problem and model) and every leaf's shape, dtype and weak type. Where that cannot be keyed (a
-static field that does not pickle), or the program cannot be exported or stored, or the process
+with the function's tag, the arguments' treedef node by node (its static fields by value, as the
+cache keys arguments; a pickle of it differed between a first and a later process holding equal
+fields) and every leaf's shape, dtype and weak type. Where that cannot be keyed (a static field
+of a type the cache cannot encode), or the program cannot be exported or stored, or the process
 has several devices (rows sharded over them), the call goes to the jitted function itself: the
 result is the same program's (tests/test_exported.py).
 
@@ -24,7 +25,7 @@ On with the on-disk cache (``NUEJAX_CACHE``); ``NUEJAX_EXPORTED=0`` turns this p
 from __future__ import annotations
 
 import hashlib
-import pickle
+import pickle  # the output treedef, stored beside the program
 
 import jax
 import numpy as np
@@ -48,12 +49,32 @@ def _spec(leaf):
     return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, weak_type=weak)
 
 
+def _feed_tree(h, treedef) -> None:
+    """The treedef node by node: each node's type and its auxiliary data (the static fields)
+    through :func:`nuejax.cache._feed` (by value: a pickle of the treedef differs between
+    processes that hold equal static fields)."""
+    from ..cache import _feed
+
+    data = treedef.node_data()
+    if data is None:  # a leaf
+        h.update(b"*;")
+        return
+    kind, aux = data
+    h.update(f"<{kind.__module__}.{kind.__qualname__}".encode())
+    _feed(h, aux)
+    for child in treedef.children():
+        _feed_tree(h, child)
+    h.update(b">")
+
+
 def _signature(treedef, specs) -> str | None:
+    from ..cache import _Unkeyable
+
+    h = hashlib.blake2b(digest_size=20)
     try:
-        tree = pickle.dumps(treedef, protocol=4)
-    except Exception:  # a static field that does not pickle: not keyed
+        _feed_tree(h, treedef)
+    except _Unkeyable:  # a static field that cannot be keyed by value: not kept
         return None
-    h = hashlib.blake2b(tree, digest_size=20)
     for s in specs:
         h.update(f"{s.shape}|{s.dtype}|{s.weak_type};".encode())
     return h.hexdigest()
