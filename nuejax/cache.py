@@ -75,6 +75,7 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "argument_key", "fingerprint", "source_digest",
+           "treedef_digest", "env_switch", "warn_once",
            "environment", "cache_info", "clear_cache", "prune_cache", "enable_compilation_cache",
            "compilation_cache_dir", "ENV_DIR", "ENV_SWITCH", "ENV_MAX_MB", "ENV_COMPILATION_SWITCH"]
 
@@ -106,13 +107,18 @@ class CacheWarning(UserWarning):
     """An entry of the on-disk cache could not be read or written; the build went on uncached."""
 
 
-def _warn_once(tag, message: str) -> None:
+def warn_once(tag, message: str) -> None:
+    """A :class:`CacheWarning` with ``message``, once per process for each ``tag``."""
     if tag not in _warned:
         _warned.add(tag)
         warnings.warn(message, CacheWarning, stacklevel=3)
 
 
-def _switch(name: str) -> bool:
+def env_switch(name: str) -> bool:
+    """The on/off switch ``$name``: True when unset or empty (module docstring's values).
+
+    Raises:
+        InputError: any other value than the accepted ones (names the variable)."""
     value = os.environ.get(name, "").strip().lower()
     if value in _OFF:
         return False
@@ -129,7 +135,7 @@ def cache_enabled() -> bool:
     Raises:
         InputError: any other value (names the variable and the accepted values).
     """
-    return _switch(ENV_SWITCH)
+    return env_switch(ENV_SWITCH)
 
 
 def cache_dir() -> Path:
@@ -273,6 +279,36 @@ def _feed(h, x) -> None:
         raise _Unkeyable(f"an object of type {type(x).__module__}.{type(x).__qualname__}")
 
 
+def treedef_digest(treedef, leaves=()) -> str | None:
+    """Hex digest (40 digits) of a PyTree structure by value, node by node: each node's type and
+    auxiliary data (the static fields of a dataclass node) encoded as :func:`argument_key`
+    encodes arguments, then each ``leaves`` entry's shape, dtype and weak type
+    (``jax.ShapeDtypeStruct``). Equal structures give one digest in every process (a pickle of
+    the treedef does not: its memo follows shared objects). None where a static field has a type
+    that cannot be encoded."""
+    h = hashlib.blake2b(digest_size=20)
+
+    def node(t):
+        data = t.node_data()
+        if data is None:  # a leaf
+            h.update(b"*;")
+            return
+        kind, aux = data
+        h.update(f"<{kind.__module__}.{kind.__qualname__}".encode())
+        _feed(h, aux)
+        for child in t.children():
+            node(child)
+        h.update(b">")
+
+    try:
+        node(treedef)
+    except _Unkeyable:
+        return None
+    for s in leaves:
+        h.update(f"{tuple(s.shape)}|{np.dtype(s.dtype).str}|{bool(getattr(s, 'weak_type', False))};".encode())
+    return h.hexdigest()
+
+
 def argument_key(kind: str, arguments: dict) -> str:
     """Hex key (40 digits) of an entry: the first 12 from :func:`fingerprint`, the other 28 from
     ``kind``, ``arguments`` (name -> value, encoded as the module docstring says) and the JAX
@@ -408,13 +444,13 @@ def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:
     try:
         key = argument_key(kind, arguments)
     except _Unkeyable as err:
-        _warn_once(("key", str(err)), f"nuejax cache: not cached: {kind} {label!r} has {err} as an argument")
+        warn_once(("key", str(err)), f"nuejax cache: not cached: {kind} {label!r} has {err} as an argument")
         return build()
     path = cache_dir() / f"{kind}-{_safe_label(label)}-{key}.npz"
     try:
         value = _load(path, key)
     except Exception as err:  # the documented fallback: any unreadable entry is a miss
-        _warn_once(("load", str(path)), f"nuejax cache: unreadable entry {path} ({type(err).__name__}: {err}); "
+        warn_once(("load", str(path)), f"nuejax cache: unreadable entry {path} ({type(err).__name__}: {err}); "
                                         "rebuilding it")
         value = _MISSING
     if value is not _MISSING:
@@ -426,7 +462,7 @@ def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:
     except (OSError, _Unstorable) as err:
         # once per folder and cause (an errno, or what could not be stored)
         cause = err.errno if isinstance(err, OSError) else str(err)
-        _warn_once(("store", str(path.parent), type(err).__name__, cause),
+        warn_once(("store", str(path.parent), type(err).__name__, cause),
                    f"nuejax cache: could not store {kind} {label!r} in {path.parent} "
                    f"({type(err).__name__}: {err}); building without the cache")
     return value
@@ -578,7 +614,7 @@ def enable_compilation_cache(path=None, *, min_compile_time_s: float = 0.0) -> P
     Raises:
         InputError: a bad value of one of the switches (names the variable).
     """
-    on = _switch(ENV_COMPILATION_SWITCH)  # both read, so that a typo in either is reported
+    on = env_switch(ENV_COMPILATION_SWITCH)  # both read, so that a typo in either is reported
     if not (cache_enabled() and on):
         return None
     current = jax.config.jax_compilation_cache_dir

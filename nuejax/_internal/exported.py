@@ -12,9 +12,9 @@ comes from JAX's compilation cache (:func:`nuejax.cache.enable_compilation_cache
 
 The key of an entry is the cache's (:func:`nuejax.cache.argument_key`: the package's source and
 data, the versions of JAX and the machine, ``jax_enable_x64`` and the default matmul precision)
-with the function's tag, the arguments' treedef node by node (its static fields by value, as the
-cache keys arguments; a pickle of it differed between a first and a later process holding equal
-fields) and every leaf's shape, dtype and weak type. Where that cannot be keyed (a static field
+with the function's tag and :func:`nuejax.cache.treedef_digest` of the arguments: their treedef
+node by node, its static fields by value (a pickle of it differed between a first and a later
+process holding equal fields), and every leaf's shape, dtype and weak type. Where that cannot be keyed (a static field
 of a type the cache cannot encode), or the program cannot be exported or stored, or the process
 has several devices (rows sharded over them), the call goes to the jitted function itself: the
 result is the same program's (tests/test_exported.py).
@@ -24,7 +24,6 @@ On with the on-disk cache (``NUEJAX_CACHE``); ``NUEJAX_EXPORTED=0`` turns this p
 
 from __future__ import annotations
 
-import hashlib
 import pickle  # the output treedef, stored beside the program
 
 import jax
@@ -35,9 +34,9 @@ __all__ = ["persistent", "exported_enabled"]
 
 def exported_enabled() -> bool:
     """Whether :func:`persistent` keeps programs (the on-disk cache on, ``NUEJAX_EXPORTED`` not off)."""
-    from ..cache import _switch, cache_enabled
+    from ..cache import cache_enabled, env_switch
 
-    return cache_enabled() and _switch("NUEJAX_EXPORTED")
+    return cache_enabled() and env_switch("NUEJAX_EXPORTED")
 
 
 def _is_concrete(leaf) -> bool:
@@ -49,42 +48,11 @@ def _spec(leaf):
     return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, weak_type=weak)
 
 
-def _feed_tree(h, treedef) -> None:
-    """The treedef node by node: each node's type and its auxiliary data (the static fields)
-    through :func:`nuejax.cache._feed` (by value: a pickle of the treedef differs between
-    processes that hold equal static fields)."""
-    from ..cache import _feed
-
-    data = treedef.node_data()
-    if data is None:  # a leaf
-        h.update(b"*;")
-        return
-    kind, aux = data
-    h.update(f"<{kind.__module__}.{kind.__qualname__}".encode())
-    _feed(h, aux)
-    for child in treedef.children():
-        _feed_tree(h, child)
-    h.update(b">")
-
-
-def _signature(treedef, specs) -> str | None:
-    from ..cache import _Unkeyable
-
-    h = hashlib.blake2b(digest_size=20)
-    try:
-        _feed_tree(h, treedef)
-    except _Unkeyable:  # a static field that cannot be keyed by value: not kept
-        return None
-    for s in specs:
-        h.update(f"{s.shape}|{s.dtype}|{s.weak_type};".encode())
-    return h.hexdigest()
-
-
 def _load_or_export(jitted, tag: str, treedef, specs):
     """A callable on the flat leaves returning the output PyTree, or None (use ``jitted``)."""
-    from ..cache import cached
+    from ..cache import cached, treedef_digest
 
-    sig = _signature(treedef, specs)
+    sig = treedef_digest(treedef, specs)
     if sig is None:
         return None
     made = {}
@@ -104,9 +72,9 @@ def _load_or_export(jitted, tag: str, treedef, specs):
         exp = made.get("exp") or jax.export.deserialize(bytearray(np.asarray(entry["program"]).tobytes()))
         out_tree = pickle.loads(np.asarray(entry["out_tree"]).tobytes())
     except Exception as err:  # not exportable here (e.g. no flatbuffers): the jitted function
-        from ..cache import _warn_once
+        from ..cache import warn_once
 
-        _warn_once(("program", tag, type(err).__name__),
+        warn_once(("program", tag, type(err).__name__),
                    f"nuejax cache: program {tag!r} not kept across processes ({type(err).__name__}: {err}); "
                    "it is traced in every process")
         return None
