@@ -14,10 +14,10 @@ The key of an entry is the cache's (:func:`nuejax.cache.argument_key`: the packa
 data, the versions of JAX and the machine, ``jax_enable_x64`` and the default matmul precision)
 with the function's tag and :func:`nuejax.cache.treedef_digest` of the arguments: their treedef
 node by node, its static fields by value (a pickle of it differed between a first and a later
-process holding equal fields), and every leaf's shape, dtype and weak type. Where that cannot be keyed (a static field
-of a type the cache cannot encode), or the program cannot be exported or stored, or the process
-has several devices (rows sharded over them), the call goes to the jitted function itself: the
-result is the same program's (tests/test_exported.py).
+process holding equal fields), and every leaf's shape, dtype and weak type. Where that cannot be
+keyed (a static field of a type the cache cannot encode), or the program cannot be exported or
+stored, or the process has several devices (rows sharded over them), the call goes to the jitted
+function itself: the result is the same program's (tests/test_exported.py).
 
 On with the on-disk cache (``NUEJAX_CACHE``); ``NUEJAX_EXPORTED=0`` turns this part off alone.
 """

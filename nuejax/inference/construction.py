@@ -7,7 +7,6 @@ local devices and resumable (:mod:`~nuejax.inference.runner`).
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from .fitting import newton_fit, objective_at
 from .problem import FitProblem
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
 from .scan import grid_neighbours, grid_values, profile_points
-from .starts import DEFAULT_STARTS
+from .starts import DEFAULT_STARTS, symmetry_images
 from .toys import draw_parts, resample_flags, row_index, toy_fits, toy_starts
 
 __all__ = ["ACCEPT_TOL", "Construction", "construction", "observed_fits", "run_construction", "base_config",
@@ -75,9 +74,9 @@ def critical_value(t: np.ndarray, cl: float) -> tuple[float, float, bool]:
 def branch_images(pr: "Construction", gen_x) -> np.ndarray:
     """The images of each generating point's nuisances under the (approximate) symmetries the
     model declares (``model.symmetries()``, singly and combined) that move nuisances only and stay
-    inside their bounds: where a toy's conditional fit may end on another branch. ``gen_x`` (n, k + n_nuis), the
-    parameters of interest first; returns (n, m, n_nuis), NaN rows where a point has fewer than m
-    images (m = 0: no such symmetry)."""
+    inside their bounds: where a toy's conditional fit may end on another branch. ``gen_x``
+    (n, k + n_nuis), the parameters of interest first; returns (n, m, n_nuis), NaN rows where a
+    point has fewer than m images (m = 0: no such symmetry)."""
     gen_x = np.atleast_2d(np.asarray(gen_x, dtype=float))
     nuis, k = tuple(pr.nuis), len(pr.poi)
     lo, hi = np.asarray(pr.full.lower, dtype=float)[k:], np.asarray(pr.full.upper, dtype=float)[k:]
@@ -95,17 +94,10 @@ def branch_images(pr: "Construction", gen_x) -> np.ndarray:
             moved = {n for n, v in s(values).items() if v != values[n]}
             if moved and moved <= set(nuis):
                 own.append(s)
-        base = x[k:]
         imgs = []
-        for r in range(1, len(own) + 1):
-            for combo in itertools.combinations(own, r):
-                v = dict(values)
-                for s in combo:
-                    v.update(s(v))
-                img = np.array([v[n] for n in nuis])
-                if np.any(img != base) and np.all(img >= lo) and np.all(img <= hi) and \
-                        not any(np.array_equal(img, q) for q in imgs):
-                    imgs.append(img)
+        for img in symmetry_images(own, values, nuis, lo, hi):
+            if not any(np.array_equal(img, q) for q in imgs):  # combinations can give one image twice
+                imgs.append(img)
         per_point.append(imgs)
     m = max((len(i) for i in per_point), default=0)
     out = np.full((len(gen_x), m, len(nuis)), np.nan)
@@ -125,9 +117,10 @@ def on_generating_branch(gen_nuis, images, nuis_hat) -> np.ndarray:
     for j in range(np.shape(images)[1]):
         img = np.asarray(images)[:, j]
         has = np.all(np.isfinite(img), axis=1)
-        moved = (np.abs(np.where(has[:, None], img, gen_nuis) - gen_nuis) > 0)[:, None, :]
+        img = np.where(has[:, None], img, gen_nuis)  # a point without this image: moves nothing
+        moved = (np.abs(img - gen_nuis) > 0)[:, None, :]
         d_gen = np.sum(np.where(moved, nuis_hat - gen_nuis[:, None], 0.0) ** 2, axis=-1)
-        d_img = np.sum(np.where(moved, nuis_hat - np.where(has[:, None], img, gen_nuis)[:, None], 0.0) ** 2, axis=-1)
+        d_img = np.sum(np.where(moved, nuis_hat - img[:, None], 0.0) ** 2, axis=-1)
         own &= ~has[:, None] | (d_gen <= d_img)
     return own
 
@@ -247,7 +240,6 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
         design_g, design_c, _ = toy_starts(pr.full, st["gen_x"], len(pr.poi), pr.starts, max_iter=max_iter)
         if design_g is not None:
             st.update(design_gen=np.unique(st["gen_x"], axis=0), design_g=design_g, design_c=design_c)
-        st["branch_images"] = branch_images(pr, st["gen_x"])  # for critical values conditioned on the branch
         return st
 
     st = store.setup(setup_with_parts)

@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import ParameterError
 
 __all__ = ["CONTINUE_PASSES", "DEFAULT_STARTS", "SecondMinimumWarning", "choose_start", "distinct_minima", "same_minimum",
-           "standard_deviations", "start_design", "symmetry_starts", "warn_second_minimum"]
+           "standard_deviations", "start_design", "symmetry_images", "symmetry_starts", "warn_second_minimum"]
 
 #: The design size of every fit's default: the default start, its symmetry images and Sobol points
 #: over the box of the fitted parameters of interest (1 where there is none).
@@ -108,11 +108,11 @@ def start_design(problem, starts=DEFAULT_STARTS, *, x0=None, seed: int = 0) -> n
 
 def symmetry_starts(problem, x0, limit: int) -> np.ndarray:
     """``x0`` (in the order of ``problem.names``) and its images under the symmetries the model
-    declares (:func:`_images`), at most ``limit`` rows, each once."""
+    declares (:func:`symmetry_images`), at most ``limit`` rows, each once."""
     x0 = np.asarray(x0, dtype=float)
     lo, hi = np.asarray(problem.lower, dtype=float), np.asarray(problem.upper, dtype=float)
     rows = [x0]
-    for img in _images(problem.model.symmetries(), problem.host_params(x0), tuple(problem.names), lo, hi):
+    for img in symmetry_images(problem.model.symmetries(), problem.host_params(x0), tuple(problem.names), lo, hi):
         if len(rows) >= limit:
             break
         if not any(np.array_equal(img, r) for r in rows):  # combinations can give one image twice
@@ -120,8 +120,10 @@ def symmetry_starts(problem, x0, limit: int) -> np.ndarray:
     return np.asarray(rows)
 
 
-def _images(symmetries, values: dict, names, lo, hi):
-    """The start's images under every combination of the symmetries, fewest first, inside the box."""
+def symmetry_images(symmetries, values: dict, names, lo, hi):
+    """The images of the point ``values`` (every parameter's value) under every combination of
+    the symmetries, fewest first: vectors of ``names`` inside the box [lo, hi] that differ from the
+    point (one image can come twice)."""
     index = {n: i for i, n in enumerate(names)}
     base = np.array([values[n] for n in names])
     for k in range(1, len(symmetries) + 1):
