@@ -107,5 +107,11 @@ def persistent(jitted, tag: str):
         run = memo[sig]
         return jitted(*args) if run is None else run(*leaves)
 
+    def cache_size() -> int:
+        # programs this wrapper holds: those compiled by ``jitted`` and those loaded or exported
+        # here, so a test that no call recompiles sees either kind (jax.jit's own ``_cache_size``)
+        return jitted._cache_size() + sum(run is not None for run in memo.values())
+
     call.__wrapped__ = jitted
+    call._cache_size = cache_size
     return call
