@@ -221,3 +221,41 @@ def test_mediators_with_general_nsi_have_no_fast_path():
     with pytest.raises(InputError, match="no fast path"):
         borexino_phase3_model(Phase3Choices(mediators=True, general_nsi=("eps_etau_L_re",)),
                               calibration=SimpleNamespace(response=RESPONSE))
+
+
+@pytest.mark.parametrize("kind", ["fast", pytest.param("mediators_general", marks=pytest.mark.slow)])
+def test_the_cached_model_equals_a_fresh_build(kind, tmp_path, monkeypatch):
+    """The whole Phase-III model is one cache entry: a second build loads it (no build runs) and it
+    equals, bit for bit, the model built with the cache off; also for the general mediator model,
+    whose tree holds the general case's static structure."""
+    import warnings
+
+    from nuejax import cache
+    from test_cache import assert_same_bits
+
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUEJAX_CACHE", raising=False)
+    monkeypatch.setattr(cache, "_warned", set())
+    cal = SimpleNamespace(response=RESPONSE)
+    choices, fast = (Phase3Choices(n_T=30), True) if kind == "fast" else (Phase3Choices(n_T=30, mediators=True), False)
+    said = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cache.CacheWarning)  # a model that cannot be stored fails here
+        first, data, _ = borexino_phase3_model(choices, calibration=cal, fast=fast, progress=said.append)
+        second, _, _ = borexino_phase3_model(choices, calibration=cal, fast=fast, progress=said.append)
+        # another response is another entry
+        borexino_phase3_model(choices, calibration=SimpleNamespace(response=RESPONSE._replace(scale=1080.0)),
+                              fast=fast, progress=said.append)
+    assert [m.split(" the model")[0] for m in said] == ["built", "loaded from the cache", "built"], said
+    assert len(list((tmp_path / "cache").glob("phasethree-model-*.npz"))) == 2
+    monkeypatch.setenv("NUEJAX_CACHE", "0")
+    reference, _, _ = borexino_phase3_model(choices, calibration=cal, fast=fast)
+    leaves, tree = jax.tree_util.tree_flatten(reference)
+    for m in (first, second):
+        # by value: the general model's static fields hold arrays, which a treedef's == compares
+        # by identity
+        assert cache.treedef_digest(jax.tree_util.tree_structure(m)) == cache.treedef_digest(tree) is not None
+        assert_same_bits(jax.tree_util.tree_leaves(m), leaves)
+    p = reference.defaults()
+    counts = np.asarray(data.counts)
+    assert float(first.nll(p, counts)) == float(second.nll(p, counts)) == float(reference.nll(p, counts))

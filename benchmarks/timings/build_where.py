@@ -1,10 +1,11 @@
-"""Where the Phase-III model is built: on the default device, or on the host's CPU backend and
-then moved to the default device (issue 29: the model stage of ``nuejax borexino`` took 76-80 s
-on a fresh H200 and 8.4 s warm, against 43-46 s and 3.7 s on 2 CPU cores).
+"""Where the Phase-III model is built: on the default device (``NUEJAX_BUILD_ON_HOST=0``), or on
+the host's CPU backend and then moved to the default device, as ``borexino_phase3_model`` does
+by default on a GPU (nuejax._internal.placement; issue 29: the model stage of ``nuejax borexino``
+took 76-80 s on a fresh H200 and 8.4 s warm, against 43-46 s and 3.7 s on 2 CPU cores).
 
   python benchmarks/timings/build_where.py --out FILE.json [--warm 2]
 
-For each place (``default``, ``cpu``), in fresh processes on one empty cache folder per place:
+For each place (``device``, ``host``; the same on a CPU-only machine), in fresh processes on one empty cache folder per place:
 a first build (empty tensor cache, empty compilation cache), then ``--warm`` builds on the folder
 it left. Each process reports the build's wall time (``borexino_phase3_model()`` with the
 calibration, until every leaf is on the default device), ``jax.monitoring``'s duration events
@@ -48,12 +49,7 @@ def _child(where: str) -> dict:
     cache.enable_compilation_cache()
     jax.devices()
     t0 = time.perf_counter()
-    if where == "cpu":
-        with jax.default_device(jax.devices("cpu")[0]):
-            model, data, cal = borexino_phase3_model()
-        model = jax.device_put(model, jax.devices()[0])
-    else:
-        model, data, cal = borexino_phase3_model()
+    model, data, cal = borexino_phase3_model()  # where: NUEJAX_BUILD_ON_HOST, set by the parent
     jax.block_until_ready(jax.tree_util.tree_leaves(model))
     t_build = time.perf_counter() - t0
     build_events = {k: {"n": n, "s": t} for k, (n, t) in events.items()}
@@ -76,7 +72,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, metavar="FILE")
     ap.add_argument("--warm", type=int, default=2)
-    ap.add_argument("--places", default="default,cpu")
+    ap.add_argument("--places", default="device,host")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -85,7 +81,7 @@ def main(argv=None) -> int:
     records = []
     for where in a.places.split(","):
         folder = tempfile.mkdtemp(prefix="nuejax-build-where-")
-        env = dict(os.environ, NUEJAX_CACHE_DIR=folder)
+        env = dict(os.environ, NUEJAX_CACHE_DIR=folder, NUEJAX_BUILD_ON_HOST="0" if where == "device" else "1")
         for run in ["first"] + ["warm"] * a.warm:
             t0 = time.perf_counter()
             p = subprocess.run([sys.executable, __file__, "--out", a.out, "--child", where], env=env,

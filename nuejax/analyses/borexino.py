@@ -30,6 +30,8 @@ from importlib import resources
 
 import numpy as np
 
+from .._internal.placement import on_host, to_default_device
+from ..cache import cached
 from ..detector.calibration import CalibrationTarget, KeVResponse, as_photoelectron_axis, calibrate_response
 from ..detector.montecarlo import expected_histogram
 from ..detector.response import quenching_table
@@ -216,13 +218,34 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
         raise InputError("Phase3Choices: mediators with general_nsi have no fast path; build with fast=False")
     data = phase3_data(choices)
     edges = packaged_borexino_shape("pp").edges  # all ten shapes share these bins
-    if calibration is None:
+    with on_host():  # a few hundred small programs, compiled faster for the CPU (nuejax._internal.placement)
+        if calibration is None:
+            t0 = time.perf_counter()
+            calibration = calibrate_response(calibration_targets(), edges, fit_norms=choices.fit_calibration_norms,
+                                             n_T=choices.n_T)
+            say(f"calibrated the response on the published pp, 7Be, pep, CNO shapes in {time.perf_counter() - t0:.1f} s")
         t0 = time.perf_counter()
-        calibration = calibrate_response(calibration_targets(), edges, fit_norms=choices.fit_calibration_norms,
-                                         n_T=choices.n_T)
-        say(f"calibrated the response on the published pp, 7Be, pep, CNO shapes in {time.perf_counter() - t0:.1f} s")
-    t0 = time.perf_counter()
-    physics, physics_names = _physics(edges, calibration.response, choices.n_T, general_nsi=tuple(choices.general_nsi),
+        built = []
+
+        def build():
+            built.append(True)
+            return _assemble(choices, data.edges, edges, calibration.response, fast)
+
+        # the whole model is one cache entry: a warm run loads its few arrays instead of running the
+        # build's programs again (the calibration and the spectra below are cached entries too)
+        model = cached("phasethree", "model", {"choices": choices, "response": calibration.response, "fast": fast},
+                       build)
+    model = to_default_device(model)
+    how = "built" if built else "loaded from the cache"
+    say(f"{how} the model ({sum(len(v) for v in _GROUPS.values())} reweighted spectra, {len(BACKGROUNDS)} shapes, "
+        f"210Po peak, {data.n_bins} fit bins) in {time.perf_counter() - t0:.1f} s")
+    return model, data, calibration
+
+
+def _assemble(choices: Phase3Choices, data_edges, edges, response, fast: bool):
+    """The Phase-III model (module docstring) for the calibrated ``response`` (the build of
+    :func:`borexino_phase3_model`, which caches its result)."""
+    physics, physics_names = _physics(edges, response, choices.n_T, general_nsi=tuple(choices.general_nsi),
                                       mediators=choices.mediators, fast=fast)
     folded_sm = {}
     sm = physics.parameters.defaults()
@@ -261,16 +284,13 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
            Parameter("po_mean", 440.0, 380.0, 500.0, unit="keV", doc="210Po peak position (data scale)"),
            Parameter("po_sigma", 40.0, 10.0, 90.0, unit="keV", doc="210Po peak width")]
     parameters = ParameterSet(tuple(ps))
-    transform = ResponseTransform.create(edges, data.edges, scale="e_scale", offset="e_offset", res_a="e_res_a")
+    transform = ResponseTransform.create(edges, data_edges, scale="e_scale", offset="e_offset", res_a="e_res_a")
     constraints = (HalfGaussianConstraint.create("rate_210Bi", 10.8, 1.0, side="upper"),) \
         if choices.bi210_constraint else ()
     # the mediators' masses enter non-polynomially: their fast path is the signal stage itself
     inner = fast_model(physics) if fast and not choices.mediators else physics
-    model = template_model(in_edges=edges, obs_edges=data.edges, templates=np.stack(templates),
-                                 template_names=tuple(tnames), parameters=parameters, exposure=EXPOSURE,
-                                 physics=inner, physics_offset=np.stack(offset), physics_names=physics_names,
-                                 transform=transform, peaks=(GaussianPeak(("rate_210Po", "po_mean", "po_sigma")),),
-                                 constraints=constraints)
-    say(f"built the model ({sum(len(v) for v in _GROUPS.values())} reweighted spectra, {len(tnames)} shapes, 210Po peak, "
-        f"{data.n_bins} fit bins) in {time.perf_counter() - t0:.1f} s")
-    return model, data, calibration
+    return template_model(in_edges=edges, obs_edges=data_edges, templates=np.stack(templates),
+                          template_names=tuple(tnames), parameters=parameters, exposure=EXPOSURE,
+                          physics=inner, physics_offset=np.stack(offset), physics_names=physics_names,
+                          transform=transform, peaks=(GaussianPeak(("rate_210Po", "po_mean", "po_sigma")),),
+                          constraints=constraints)
