@@ -61,3 +61,47 @@ def test_nuejax_xenonnt_json_end_to_end(tmp_path):
         g = d["couplings"]
         assert d["masses_mev"] == pytest.approx([0.01, 1.0, 100.0])
         assert all(x is not None for x in g) and g[0] < g[1] < g[2]
+
+
+@pytest.mark.parametrize("unbinned", [False, True])
+def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypatch):
+    """The SR0 model is one cache entry: the second build runs no xenon_model and equals, bit for
+    bit, the build with the cache off; an option the cache cannot key builds uncached, silently."""
+    import warnings
+
+    import jax
+
+    from nuejax import cache
+    from nuejax.analyses import xenonnt
+
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUEJAX_CACHE", raising=False)
+    monkeypatch.setattr(cache, "_warned", set())
+    calls = []
+    real = xenonnt.xenon_model
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(xenonnt, "xenon_model", counting)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cache.CacheWarning)
+        first, data = xenonnt.xenonnt_sr0_model(unbinned=unbinned)
+        n_built = len(calls)
+        second, data2 = xenonnt.xenonnt_sr0_model(unbinned=unbinned)
+        assert n_built == 2 and len(calls) == 2, "the second build did not come from the cache"
+        if not unbinned:  # a type object as an option: not keyable, so built (no warning, no entry)
+            xenonnt.xenonnt_sr0_model(dtype=np.float64)
+            assert len(calls) == 4
+    assert len(list((tmp_path / "cache").glob("xenonnt-model-*.npz"))) == 1
+    monkeypatch.setenv("NUEJAX_CACHE", "0")
+    reference, _ = xenonnt.xenonnt_sr0_model(unbinned=unbinned)
+    leaves, tree = jax.tree_util.tree_flatten(reference)
+    for m in (first, second):
+        assert cache.treedef_digest(jax.tree_util.tree_structure(m)) == cache.treedef_digest(tree) is not None
+        for x, y in zip(jax.tree_util.tree_leaves(m), leaves, strict=True):
+            assert type(x) is type(y) and np.asarray(x).tobytes() == np.asarray(y).tobytes()
+    p = reference.defaults()
+    values = [float(m.nll(p, d)) for m, d in ((first, data), (second, data2), (reference, data))]
+    assert values[0] == values[1] == values[2], values

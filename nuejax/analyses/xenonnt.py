@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._internal.placement import on_host, to_default_device
+from ..cache import argument_key, cached
 from ..errors import InputError
 from ..io.xenonnt import packaged_xenonnt_sr0
 from ..model.xenon import xenon_model
@@ -68,11 +70,26 @@ def xenonnt_sr0_model(edges_kev=None, *, unbinned: bool = False, **kw):
         e = np.arange(1.0, 31.0, 1.0)
     if unbinned:
         kw = {"sub": 1, "capacity": UNBINNED_CAPACITY, **kw, "unbinned": True}
-    base = {k: v for k, v in kw.items() if k not in ("unbinned", "capacity")}
-    sm = xenon_model(e, 1.0, efficiency=d.efficiency_at, **base)
-    sm_detected = np.asarray(sm.expected(sm.parameters.values()))  # per t·yr
-    bkg = xenonnt_sr0_background(e, sm_detected)
-    model = xenon_model(e, d.exposure, efficiency=d.efficiency_at, background=bkg, **kw)
+
+    def build():
+        base = {k: v for k, v in kw.items() if k not in ("unbinned", "capacity")}
+        sm = xenon_model(e, 1.0, efficiency=d.efficiency_at, **base)
+        sm_detected = np.asarray(sm.expected(sm.parameters.values()))  # per t·yr
+        bkg = xenonnt_sr0_background(e, sm_detected)
+        return xenon_model(e, d.exposure, efficiency=d.efficiency_at, background=bkg, **kw)
+
+    # one cache entry for the whole model (as the Phase-III one), built on the host on a GPU
+    # (nuejax._internal.placement); options the cache cannot key (a callable) build uncached
+    arguments = {"edges_kev": e, "options": kw}
+    try:
+        argument_key("xenonnt", arguments)
+    except TypeError:
+        keyable = False
+    else:
+        keyable = True
+    with on_host():
+        model = cached("xenonnt", "model", arguments, build) if keyable else build()
+    model = to_default_device(model)
     if unbinned:
         return model, model.likelihood.events(d.events)
     return model, np.histogram(d.events, bins=e)[0].astype(float)
