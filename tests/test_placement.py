@@ -8,7 +8,6 @@ import sys
 import textwrap
 
 import jax
-import numpy as np
 
 from nuejax._internal import placement
 
