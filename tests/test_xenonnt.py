@@ -73,6 +73,7 @@ def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypat
 
     from nuejax import cache
     from nuejax.analyses import xenonnt
+    from test_cache import assert_same_bits
 
     monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("NUEJAX_CACHE", raising=False)
@@ -100,8 +101,7 @@ def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypat
     leaves, tree = jax.tree_util.tree_flatten(reference)
     for m in (first, second):
         assert cache.treedef_digest(jax.tree_util.tree_structure(m)) == cache.treedef_digest(tree) is not None
-        for x, y in zip(jax.tree_util.tree_leaves(m), leaves, strict=True):
-            assert type(x) is type(y) and np.asarray(x).tobytes() == np.asarray(y).tobytes()
+        assert_same_bits(jax.tree_util.tree_leaves(m), leaves)
     p = reference.defaults()
     values = [float(m.nll(p, d)) for m, d in ((first, data), (second, data2), (reference, data))]
     assert values[0] == values[1] == values[2], values

@@ -4,9 +4,9 @@ A model build runs a few hundred small programs once (spectra, response histogra
 calibration fit), each compiled for the device it runs on. On a GPU that compiling is the
 slow part: building the Borexino Phase-III model took 88.7 s on the default device of a fresh
 H200 and 53.8 s on the host's CPU backend of the same machine, and 8.0, 7.1 s against 6.4, 5.0 s
-with the caches warm (``benchmarks/timings/build_where.py``; benchmarks/NOTES.md, "Models built
-on the host"). :func:`on_host` runs a build on the CPU backend where the default backend is
-another one; :func:`to_default_device` moves its arrays to the default device afterwards, so
+with the caches warm (``benchmarks/timings/build_where.py``; benchmarks/NOTES.md, "The Phase-III
+model cached whole; models built on the host"). :func:`on_host` runs a build on the CPU
+backend where the default backend is another one; :func:`to_default_device` moves its arrays to the default device afterwards, so
 the hot path (fits, scans, toys) runs where it did. On a CPU-only machine both do nothing.
 ``NUEJAX_BUILD_ON_HOST=0`` keeps builds on the default device.
 """
