@@ -43,8 +43,10 @@ Compiled programs: :func:`enable_compilation_cache` switches on JAX's own persis
 cache in the ``xla/`` sub-folder (the commands do so before they compile anything; library users
 call it themselves, since it changes JAX's global configuration). Its entries are keyed by JAX
 (the program, the compile options, ``XLA_FLAGS``, the devices, the JAX version), so they need no
-fingerprint here; a file lock (``filelock``) makes two processes safe, and JAX evicts the least
-recently used programs above ``$NUEJAX_CACHE_MAX_MB``. ``NUEJAX_COMPILATION_CACHE=0`` (or
+fingerprint here. JAX's own eviction is off (with it on, every stored program read an access-time
+file of every other one under a file lock, which made a long run's compiling quadratic in its
+programs); instead :func:`prune_compiled_programs` keeps the folder under
+``$NUEJAX_CACHE_MAX_MB`` once per process, when the cache is switched on. ``NUEJAX_COMPILATION_CACHE=0`` (or
 ``NUEJAX_CACHE=0``) keeps it off; a folder already set by the user
 (``JAX_COMPILATION_CACHE_DIR``) is kept.
 """
@@ -77,6 +79,7 @@ from .errors import InputError
 __all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "argument_key", "fingerprint", "source_digest",
            "treedef_digest", "env_switch", "warn_once",
            "environment", "cache_info", "clear_cache", "prune_cache", "enable_compilation_cache",
+           "prune_compiled_programs",
            "compilation_cache_dir", "ENV_DIR", "ENV_SWITCH", "ENV_MAX_MB", "ENV_COMPILATION_SWITCH"]
 
 #: Environment variable naming the cache folder.
@@ -602,10 +605,17 @@ def enable_compilation_cache(path=None, *, min_compile_time_s: float = 0.0) -> P
     it saves per command).
 
     Every program that took at least ``min_compile_time_s`` to compile is stored (JAX's default
-    is 1 s; most of a model build is programs of 10-100 ms). The folder is capped at
-    ``$NUEJAX_CACHE_MAX_MB`` by JAX's least-recently-used eviction, under a file lock. Call it
-    before the first compilation: JAX decides once per process whether it uses the cache (a later
-    call resets that decision through JAX's private ``reset_cache``).
+    is 1 s; most of a model build is programs of 10-100 ms). JAX's least-recently-used eviction
+    is switched off (``jax_compilation_cache_max_size = -1``): it takes a file lock around every
+    read and write and, on every write, reads an access-time file of every stored program, so a
+    run that compiles N programs did O(N²) file reads (a test run of 7000 programs spent a third
+    of its time there; docs/benchmarks.md). The folder is kept under ``$NUEJAX_CACHE_MAX_MB``
+    here instead, once per call (:func:`prune_compiled_programs`). Without JAX's lock, two
+    processes writing the same program write the same bytes; a reader that meets a file being
+    written gets JAX's "Error reading persistent compilation cache entry" warning and compiles
+    the program itself. Call it before the first compilation: JAX decides once per process
+    whether it uses the cache (a later call resets that decision through JAX's private
+    ``reset_cache``).
 
     Returns the folder in use, or None when ``NUEJAX_COMPILATION_CACHE`` or ``NUEJAX_CACHE`` is off.
     A folder the user set already (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``) is kept and
@@ -623,7 +633,9 @@ def enable_compilation_cache(path=None, *, min_compile_time_s: float = 0.0) -> P
     folder = Path(path).expanduser() if path is not None else compilation_cache_dir()
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_s))
-    jax.config.update("jax_compilation_cache_max_size", int(_max_bytes()))
+    limit = _max_bytes()
+    jax.config.update("jax_compilation_cache_max_size", -1)
+    prune_compiled_programs(folder, limit)
     try:
         from jax._src import compilation_cache as _cc
 
@@ -632,6 +644,36 @@ def enable_compilation_cache(path=None, *, min_compile_time_s: float = 0.0) -> P
     except (ImportError, AttributeError):  # a JAX without these private names: the switch applies
         pass  # from the next process on, as documented above
     return folder
+
+
+def prune_compiled_programs(folder=None, limit=None) -> tuple:
+    """Keep JAX's compiled programs in ``folder`` (default :func:`compilation_cache_dir`) under
+    ``limit`` bytes (default ``$NUEJAX_CACHE_MAX_MB``): while they take more, remove the least
+    recently used ones, by the later of the file's access and modification times (JAX writes
+    each program once; how often the access time is updated depends on the file system's mount
+    options, so on some it is the time of writing). One pass over the folder, run by
+    :func:`enable_compilation_cache`. Another process may find a program gone: for it that is a
+    miss (it compiles the program again). Returns ``(files removed, bytes freed)``."""
+    folder = Path(folder) if folder is not None else compilation_cache_dir()
+    limit = _max_bytes() if limit is None else float(limit)
+    programs = []
+    for p in _compiled_files(folder):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            continue
+        programs.append((max(st.st_atime, st.st_mtime), st.st_size, p))
+    total = sum(size for _, size, _ in programs)
+    n = freed = 0
+    for _, size, p in sorted(programs, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            continue
+        n, freed, total = n + 1, freed + size, total - size
+    return n, freed
 
 
 def _compiled_files(folder: Path) -> list:

@@ -556,6 +556,38 @@ def test_compilation_cache_is_shared_by_processes_and_can_be_switched_off(tmp_pa
     assert own["folder"] == str(tmp_path / "own") and not (tmp_path / "d").exists()
 
 
+def test_compiled_programs_are_pruned_least_recently_used_first(tmp_path, monkeypatch):
+    """prune_compiled_programs removes programs, oldest use first, until the folder is under the
+    limit; other files stay. enable_compilation_cache prunes and leaves JAX's eviction off (its
+    per-write scan of every stored program was quadratic in a run's programs)."""
+    import jax
+
+    folder = tmp_path / "xla"
+    folder.mkdir()
+    for i, name in enumerate(("a-cache", "b-cache", "c-cache", "d-cache")):
+        (folder / name).write_bytes(b"x" * 100)
+        os.utime(folder / name, (1000.0 + i, 1000.0 + i))  # a oldest, d newest
+    os.utime(folder / "a-cache", (5000.0, 1000.0))  # a read last: the most recently used
+    (folder / "notes.txt").write_bytes(b"y" * 1000)
+    assert cache.prune_compiled_programs(folder, limit=250) == (2, 200)
+    assert sorted(p.name for p in folder.iterdir()) == ["a-cache", "d-cache", "notes.txt"]
+    assert cache.prune_compiled_programs(folder, limit=250) == (0, 0)
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NUEJAX_CACHE_MAX_MB", "0.00015")
+    before = (jax.config.jax_compilation_cache_dir, jax.config.jax_compilation_cache_max_size)
+    try:
+        jax.config.update("jax_compilation_cache_dir", None)
+        assert cache.enable_compilation_cache() == folder
+        assert jax.config.jax_compilation_cache_max_size == -1
+        assert sorted(p.name for p in folder.iterdir()) == ["a-cache", "notes.txt"]
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before[0])
+        jax.config.update("jax_compilation_cache_max_size", before[1])
+        from jax._src import compilation_cache
+
+        compilation_cache.reset_cache()  # back to the run's folder at the next compilation
+
+
 def test_cache_command_reports_and_clears_compiled_programs(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path))
     (tmp_path / "xla").mkdir()
