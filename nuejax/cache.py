@@ -573,14 +573,21 @@ def prune_cache() -> tuple:
     for p, m in entries:
         if m is not None and m["env"] != env:
             try:
-                stale.append((p.stat().st_mtime, p))
+                st = p.stat()
             except FileNotFoundError:
                 continue
+            stale.append((st.st_mtime, st.st_size, p))
+    return _remove_oldest(stale, total, limit)
+
+
+def _remove_oldest(files: list, total: float, limit: float) -> tuple:
+    """Remove ``files`` (``(time, size, path)``), oldest time first, while ``total`` bytes exceed
+    ``limit``; a file already gone (another process) is skipped. Returns ``(files removed, bytes
+    freed)``."""
     n = freed = 0
-    for _, p in sorted(stale, key=lambda t: t[0]):
+    for _, size, p in sorted(files, key=lambda t: t[0]):
         if total <= limit:
             break
-        size = _size(p)
         try:
             p.unlink()
         except FileNotFoundError:
@@ -633,9 +640,8 @@ def enable_compilation_cache(path=None, *, min_compile_time_s: float = 0.0) -> P
     folder = Path(path).expanduser() if path is not None else compilation_cache_dir()
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_s))
-    limit = _max_bytes()
     jax.config.update("jax_compilation_cache_max_size", -1)
-    prune_compiled_programs(folder, limit)
+    prune_compiled_programs(folder)
     try:
         from jax._src import compilation_cache as _cc
 
@@ -663,17 +669,7 @@ def prune_compiled_programs(folder=None, limit=None) -> tuple:
         except FileNotFoundError:
             continue
         programs.append((max(st.st_atime, st.st_mtime), st.st_size, p))
-    total = sum(size for _, size, _ in programs)
-    n = freed = 0
-    for _, size, p in sorted(programs, key=lambda t: t[0]):
-        if total <= limit:
-            break
-        try:
-            p.unlink()
-        except FileNotFoundError:
-            continue
-        n, freed, total = n + 1, freed + size, total - size
-    return n, freed
+    return _remove_oldest(programs, sum(size for _, size, _ in programs), limit)
 
 
 def _compiled_files(folder: Path) -> list:
