@@ -128,14 +128,15 @@ def reference(nsi):
 
 @pytest.mark.slow
 def test_the_recorded_reference_is_reproduced(nsi, reference):
-    """A live brute-force search on three toys gives the recorded minima (and the toys' data
-    were read back as recorded)."""
+    """A live brute-force search gives the recorded minimum (and the toy's data were read back as
+    recorded): on the first toy with the most distinct minima (one toy: each search is 64 scipy
+    minimisations, about a minute on 2 cores)."""
     counts, aux, names, f, x, n_min, n_starts = reference
     truth = nsi.parameters.values(**TRUTH)
     obj = Objective(nsi, names, truth)
     poi = [names.index("eps_ee_L"), names.index("eps_etau_L_re")]
     x_truth = np.array([truth[k] for k in names])
-    for i in (0, 1, 2):
+    for i in (int(np.argmax(n_min)),):
         obj.bind(counts[i], _row(aux, i))
         f_live = brute_force(obj, x_truth, poi, n_starts=n_starts, seed=i)[0]
         assert f_live == pytest.approx(f[i], abs=1e-6), i
