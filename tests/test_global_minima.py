@@ -8,7 +8,7 @@ minimum of a likelihood with several, checked against two independent references
   of the parameters of interest, nuisances scattered, each minimised by scipy's L-BFGS-B and
   polished), which shares nothing with nuejax but −2 ln L. It takes 10 s a toy, so it is recorded
   (tests/record_global_minima.py → tests/data/global_minima_reference.json, with the toys' data)
-  and three toys are searched again live.
+  and the toy with the most minima is searched again live.
 
 The model: general NSI (ε^L_ee and Re ε^L_eτ free with 9 nuisances) on the fast path, truth
 ε^L_ee = 0, Re ε^L_eτ = 0.3. Its −2 ln L has a second branch near ε^L_ee ≈ −2 g_L (the sign of
