@@ -218,7 +218,7 @@ def test_toy_fits_from_the_asimov_design_find_the_global_minimum(nsi):
     poi = ("eps_ee_L", "eps_etau_L_re")
     names = poi + tuple(n for n in nsi.parameters.free_names if n not in poi)
     pr = FitProblem.create(nsi, np.asarray(nsi.expected(truth)), names=names)
-    n = 40
+    n = 24  # one start ends wrong on 56 of the 100 recorded toys (docs/inference.md): >= n // 5 is safe
     gen_x = np.repeat(np.array([[float(truth[k]) for k in names]]), n, axis=0)
     design_g, design_c, idx = toy_starts(pr, gen_x, 2, DEFAULT_STARTS)
     assert design_g is not None and 4 <= design_g.shape[1] <= DEFAULT_STARTS, design_g.shape
