@@ -187,14 +187,20 @@ def source_digest(root: Path) -> str:
 
 
 def environment() -> dict:
-    """The versions and machine an entry was computed with (part of :func:`fingerprint`)."""
+    """The versions and machine an entry was computed with (part of :func:`fingerprint`). XLA's
+    flags are part of it, except on the CPU backend its ``--xla_gpu_*`` ones, which change nothing
+    there: the commands add two of them (``nuejax.cli.GPU_XLA_FLAGS``), so that a model a command
+    cached on the CPU is the entry the Python API finds too (and the reverse)."""
     from . import __version__
 
     dev = jax.devices()[0]
+    backend = jax.default_backend()
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    if backend == "cpu":
+        flags = [f for f in flags if not f.startswith("--xla_gpu_")]
     return dict(format=FORMAT_VERSION, nuejax=__version__, jax=jax.__version__, jaxlib=_jaxlib_version(),
                 numpy=np.__version__, python=sys.version.split()[0], machine=platform.machine(),
-                backend=jax.default_backend(), device=getattr(dev, "device_kind", ""), cpu=_cpu_flags(),
-                xla_flags=os.environ.get("XLA_FLAGS", ""))
+                backend=backend, device=getattr(dev, "device_kind", ""), cpu=_cpu_flags(), xla_flags=" ".join(flags))
 
 
 @functools.lru_cache(maxsize=None)
