@@ -110,9 +110,10 @@ def test_kkt_test_rejects_points_that_are_not_minima():
 
 # -- toys: batch_fit against MIGRAD and L-BFGS-B ---------------------------------------------------
 @pytest.mark.slow
-def test_batch_fit_reaches_the_best_minimum_on_toys(low_exposure, n_toys=50):
+def test_batch_fit_reaches_the_best_minimum_on_toys(low_exposure):
     """50 toys, each also fitted by MIGRAD and by L-BFGS-B (the references cost ~1 s a toy; the
     brute-force comparison on 100 multimodal toys is tests/test_global_minima.py's)."""
+    n_toys = 50
     fm, truth = low_exposure
     toys = fm.pseudo_data(jax.random.PRNGKey(7), truth, n_toys=n_toys)
     batch_fit(fm, toys)  # compile (the batch size is part of the compiled shape)
