@@ -24,8 +24,7 @@ N_TOYS = 96
 
 
 def problem():
-    # the shape of test_limits.mu_model, in launches of 128 rows (coverage's on the CPU): in-process
-    # runs share its compiled kernels
+    # the shape of test_limits.mu_model: in-process runs share its traced kernels
     m = CountingModel.create(np.full(10, 100.0), np.linspace(1.0, 10.0, 10), poi="mu_nu", power=2, sigma_b=0.05)
     data = np.asarray(m.expected({"mu_nu": 0.7, "norm_b": 1.0})).round()
     return m, data

@@ -389,11 +389,12 @@ def test_a_user_written_model_fits_and_wrong_ones_are_named():
 
 
 def test_cpu_launch_size():
-    from nuejax.inference.fitting import CPU_CHUNK, launch_size
+    from nuejax.inference.fitting import CPU_CHEAP_CHUNK, CPU_CHUNK, launch_size
 
-    assert launch_size(1000, 300) == 300  # an explicit chunk is obeyed
+    assert launch_size(1000, 300) == 300 and launch_size(1000, 300, cheap=True) == 300  # an explicit chunk is obeyed
     if jax.default_backend() == "cpu":
         assert launch_size(1000, None) == CPU_CHUNK and launch_size(10, None) == 10
+        assert launch_size(1000, None, cheap=True) == CPU_CHEAP_CHUNK and launch_size(10, None, cheap=True) == 10
     else:
         assert launch_size(1000, None) == 1000
 

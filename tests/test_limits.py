@@ -78,6 +78,35 @@ def test_fc_gaussian_table_to_its_precision():
     print(f"largest deviation from Table X: {worst:.4f}")
 
 
+def test_cheap_toys_run_side_by_side_with_the_same_numbers(monkeypatch):
+    """On the CPU the one-bin Gaussian model's toy fits are too cheap to run one after another
+    (``costly_toys``): they go in launches of ``CPU_CHEAP_CHUNK`` rows (fewer per start of a
+    design), and the belt equals the one in launches of 128 rows (``chunk=128``), number for number."""
+    from nuejax.inference import runner
+    from nuejax.inference.construction import construction
+    from nuejax.inference.fitting import CPU_CHEAP_CHUNK
+    from nuejax.inference.toys import costly_toys
+
+    m = gaussian_model()
+    data = gaussian_counts(m, 1.7)
+    pr = construction(m, data, "mu", None, {"mu": 1.0})
+    assert not costly_toys(pr.full, pr.resample, 1)
+    seen = []
+    launch = runner._launch
+    monkeypatch.setattr(runner, "_launch", lambda kernel, rows, mesh, per: (seen.append(per), launch(kernel, rows, mesh, per))[1])
+    grid = np.array([0.0, 0.4, 1.7, 3.3])
+    a = feldman_cousins(m, data, "mu", grid, 500, key=3)
+    n_side = list(seen)
+    b = feldman_cousins(m, data, "mu", grid, 500, key=3, chunk=128)
+    print("rows per launch:", n_side, seen[len(n_side):])
+    if jax.default_backend() == "cpu":
+        assert n_side and all(128 < n <= CPU_CHEAP_CHUNK for n in n_side), n_side
+    assert all(n <= 128 for n in seen[len(n_side):])
+    np.testing.assert_array_equal(a.t_crit, b.t_crit)
+    np.testing.assert_array_equal(a.t_obs, b.t_obs)
+    assert a.interval == b.interval
+
+
 def test_cls_asymptotic_and_toys_match_gaussian_closed_form():
     # x0 = 0: q~ = q_A = mu^2, CLs = 2 (1 - Phi(mu)) = 0.1 at mu = Phi^-1(0.95)
     m = gaussian_model()

@@ -21,7 +21,7 @@ from .problem import FitProblem
 from .runner import Progress, RunStore, default_chunk, fingerprint, parse_shard, run_rows
 from .scan import grid_neighbours, grid_values, profile_points
 from .starts import DEFAULT_STARTS, symmetry_images
-from .toys import draw_parts, resample_flags, row_index, toy_fits, toy_starts
+from .toys import costly_toys, draw_parts, resample_flags, row_index, toy_fits, toy_starts
 
 __all__ = ["ACCEPT_TOL", "Construction", "construction", "observed_fits", "run_construction", "base_config",
            "grid_points", "check_toys", "critical_value", "key_data", "read_run", "branch_images",
@@ -264,7 +264,7 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
                         designs=designs, design_index=part.get("design"))
 
     res = run_rows(kernel, rows, chunk=config["chunk"], store=store if out is not None else None, shard=shard,
-                   progress=bar, n_par=n_fit, starts_per_row=n_starts)
+                   progress=bar, n_par=n_fit, starts_per_row=n_starts, cheap=not costly_toys(pr.full, pr.resample, parts))
     return None if res is None else assemble(config, st, res, time.perf_counter() - t0)
 
 

@@ -17,7 +17,7 @@ from .intervals import check_cl
 from .results import CoverageResult
 from .runner import Progress, default_chunk, run_rows
 from .starts import DEFAULT_STARTS
-from .toys import draw_parts, toy_fits, toy_starts
+from .toys import costly_toys, draw_parts, toy_fits, toy_starts
 
 __all__ = ["coverage"]
 
@@ -69,7 +69,8 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
             rows["design"] = design_idx
         bar = Progress(len(index), label) if progress else None
         n_starts = 1 if design_g is None else max(design_g.shape[1], design_c.shape[1])
-        return run_rows(kernel, rows, chunk=chunk, progress=bar, n_par=n_fit, starts_per_row=n_starts)
+        return run_rows(kernel, rows, chunk=chunk, progress=bar, n_par=n_fit, starts_per_row=n_starts,
+                        cheap=not costly_toys(pr.full, pr.resample, parts))
 
     # the coverage toys: statistic at the truth, and the conditional fits' nuisances
     outer = run(np.repeat(x_true[None], n_toys, 0), np.repeat(poi_true[None], n_toys, 0),

@@ -302,18 +302,19 @@ def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
 
 def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: RunStore | None = None,
              shard: tuple[int, int] = (0, 1), progress: Progress | None = None, n_par: int = 1,
-             starts_per_row: int = 1) -> dict | None:
+             starts_per_row: int = 1, cheap: bool = False) -> dict | None:
     """Evaluate ``kernel`` on every row of ``rows`` (numpy arrays with a common leading length),
     chunk by chunk (module docstring). Returns the concatenated outputs, or ``None`` when this
     process (``shard``) did its part and chunks of other processes are still missing.
-    ``starts_per_row``: fits per row (a multi-start design), counted in the CPU's launch size."""
+    ``starts_per_row``: fits per row (a multi-start design), counted in the CPU's launch size;
+    ``cheap``: the rows' fits run side by side on the CPU (:func:`~nuejax.inference.fitting.launch_size`)."""
     n = len(next(iter(rows.values())))
     chunk = max(1, int(chunk))
     n_chunks = -(-n // chunk)
     i_shard, n_shard = shard
     devices = np.asarray(jax.devices())
     mesh = Mesh(devices, ("rows",))
-    per = max(1, launch_size(1 << 30, None) // max(1, starts_per_row)) if jax.default_backend() == "cpu" \
+    per = max(1, launch_size(1 << 30, None, cheap) // max(1, starts_per_row)) if jax.default_backend() == "cpu" \
         else min(chunk, _remembered_rows(n_par, starts_per_row) or chunk)
     results: dict[int, dict] = {}
     for k in range(n_chunks):

@@ -41,7 +41,7 @@ from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
                      symmetry_starts)
 
-__all__ = ["CPU_PASSES", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "draw_parts", "passes", "resample_flags", "row_index", "toy",
+__all__ = ["CPU_PASSES", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "costly_toys", "draw_parts", "passes", "resample_flags", "row_index", "toy",
            "toy_fits", "toy_starts"]
 
 #: Output arrays of :func:`toy_fits` per row.
@@ -130,6 +130,16 @@ def _costly_row(problem, gen_x, x0, pin_values, pin_mask, index, key, *, resampl
     """:func:`~nuejax.inference.fitting.costly_objective` of a row of :func:`_row` (its toy's shapes)."""
     counts, aux = jax.eval_shape(lambda: _row_data(problem, gen_x, index, key, resample, parts, asimov))
     return costly_objective(dataclasses.replace(problem, data=counts, aux_flat=aux), Pins(pin_mask, pin_values), x0)
+
+
+def costly_toys(problem: FitProblem, resample: tuple, parts: int, asimov: bool = False) -> bool:
+    """Whether the CPU fits the toys of ``problem`` one after another (:func:`_costly_row`, as
+    the kernels of :func:`compiled_toy_fits` decide while tracing), else side by side: the launch
+    size of :func:`~nuejax.inference.runner.run_rows` (``cheap``) follows it."""
+    d = len(problem.names)
+    x = jnp.zeros(d, problem.values.dtype)
+    return bool(_costly_row(problem, x, x, x, jnp.zeros(d, bool), jnp.uint32(0), jnp.zeros(2, jnp.uint32),
+                            resample=tuple(bool(r) for r in resample), parts=int(parts), asimov=asimov))
 
 
 #: Passes over a batch (:func:`toy_fits`): (iterations, 1 / fraction of the batch per launch;
