@@ -76,7 +76,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "argument_key", "fingerprint", "source_digest",
+__all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "is_cached", "argument_key", "fingerprint", "source_digest",
            "treedef_digest", "env_switch", "warn_once",
            "environment", "cache_info", "clear_cache", "prune_cache", "enable_compilation_cache",
            "prune_compiled_programs",
@@ -433,6 +433,21 @@ def _safe_label(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", label)[:60] or "_"
 
 
+def _entry_path(kind: str, label: str, key: str) -> Path:
+    return cache_dir() / f"{kind}-{_safe_label(label)}-{key}.npz"
+
+
+def is_cached(kind: str, label: str, arguments: dict) -> bool:
+    """Whether :func:`cached` would find an entry for (``kind``, ``arguments``) now (a file of its
+    name; not read). False with the cache disabled or unkeyable arguments."""
+    if not cache_enabled():
+        return False
+    try:
+        return _entry_path(kind, label, argument_key(kind, arguments)).exists()
+    except _Unkeyable:
+        return False
+
+
 def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:
     """``build()``, or the entry stored for (``kind``, ``arguments``) if there is one.
 
@@ -455,7 +470,7 @@ def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:
     except _Unkeyable as err:
         warn_once(("key", str(err)), f"nuejax cache: not cached: {kind} {label!r} has {err} as an argument")
         return build()
-    path = cache_dir() / f"{kind}-{_safe_label(label)}-{key}.npz"
+    path = _entry_path(kind, label, key)
     try:
         value = _load(path, key)
     except Exception as err:  # the documented fallback: any unreadable entry is a miss

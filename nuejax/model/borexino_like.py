@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..cache import cached
+from .._internal.ahead import ahead, wait
+from ..cache import cached, is_cached
 from ..detector.backgrounds import BACKGROUNDS, background_template
 from ..detector.checks import check_edges
 from ..detector.montecarlo import ResponseHistogram, expected_histogram
@@ -30,7 +31,7 @@ from ..io.borexino import packaged_borexino_shape
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import precompute_spectrum
-from ..physics.solar import COMPONENT_NAMES, SUBCOMPONENT_NAMES
+from ..physics.solar import COMPONENT_NAMES, SUBCOMPONENT_NAMES, get_component, split_subcomponent
 from ..physics.spectra import build_source, event_rate, recoil_spectrum, shape_only, uniform_recoil_edges
 from ..precision import resolve_dtype
 from ..reweighting import response_matrix, transfer_kernel
@@ -124,6 +125,35 @@ def signal_component(label: str, obs_edges, *, norm: str, response: ResponsePara
     arguments = dict(label=label, obs_edges=obs_edges, norm=norm, response=response, table=table, hist=hist,
                      n_T=n_T, solar_model=solar_model, radiative=radiative, n_E=n_E, osc=osc, mask=mask, dtype=dt)
     return cached("signal", label, arguments, lambda: _build_signal_component(**arguments))
+
+
+def _is_line(label: str) -> bool:
+    return get_component(split_subcomponent(label)[0]).is_line
+
+
+#: The builds :func:`_warm_up_other_kind` started in this process (their programs' shapes).
+_WARMED: set = set()
+
+
+def _warm_up_other_kind(signals, obs_edges, norms, table, dt, **kw):
+    """Where the first of ``signals`` is a continuum and a line follows (or the reverse), and
+    neither is in the on-disk cache: build the first signal of the other kind in the background
+    (:func:`nuejax._internal.ahead.ahead`, its result discarded, nothing stored), so that its
+    programs compile beside the first signal's instead of after them. Returns ``(label, future)``,
+    or ``(None, None)``."""
+    kinds = [_is_line(s) for s in signals]
+    if len(set(kinds)) < 2:
+        return None, None
+    other = signals[kinds.index(not kinds[0])]
+    args = {s: dict(label=s, obs_edges=obs_edges, norm=norms[s], table=table, hist=None, osc=OscillationParams(),
+                    mask=None, dtype=dt, **kw) for s in (signals[0], other)}
+    if any(is_cached("signal", s, a) for s, a in args.items()):
+        return None, None
+    shapes = (not kinds[0], len(obs_edges), str(np.dtype(dt)), tuple(sorted((k, repr(v)) for k, v in kw.items())))
+    if shapes in _WARMED:  # this process compiled its programs already
+        return None, None
+    _WARMED.add(shapes)
+    return other, ahead(_build_signal_component, **args[other])
 
 
 def _build_signal_component(label, obs_edges, norm, response, table, hist, n_T, solar_model, radiative, n_E, osc,
@@ -263,7 +293,12 @@ def borexino_like_model(*, n_T: int = 2000, window=DEFAULT_WINDOW, exposure: flo
     obs_edges = unit_bin_edges(window[0], window[1], dtype=dt)
     table = quenching_table(dtype=dt)
     sigs = []
+    # a continuum's and a line's programs differ: the first of the other kind compiles beside the first
+    warm, warming = _warm_up_other_kind(signals, obs_edges, norms, table, dt, response=response, n_T=n_T,
+                                        solar_model=solar_model, radiative=radiative, n_E=n_E)
     for k, s in enumerate(signals, start=1):
+        if s == warm:
+            wait(warming)  # its programs are compiled: not a second time here
         report(f"building {s} ({k}/{len(signals)})")
         sigs.append(signal_component(s, obs_edges, norm=norms[s], response=response, table=table, n_T=n_T,
                                      solar_model=solar_model, radiative=radiative, n_E=n_E, dtype=dt))

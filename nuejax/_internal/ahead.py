@@ -1,0 +1,75 @@
+"""Work ahead in a background thread: compiling the programs the process will need next while the
+current work runs.
+
+XLA compiles a program on one core and releases Python's GIL while it does, so on a machine with a
+core to spare a program compiles beside the running work for free: building the pp spectrum
+(a continuum) and the pep line, whose programs differ, took 25.5 s one after the other on 2 cores
+and 17.4 s side by side (benchmarks/NOTES.md). A compiled program is shared by the whole process:
+a later call of the same function with arguments of the same shapes finds it and only traces.
+
+What runs here is only ever a warm-up: its result is thrown away and the caller computes its own,
+so the numbers never depend on it. It runs with JAX's process-wide configuration; where a caller
+has changed a setting for its own thread only (``with jax.enable_x64(...)``, a default device),
+the warm-up traces another program and merely saves nothing. Errors of a warm-up are swallowed:
+the caller's own call raises them where they belong.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+__all__ = ["ENV_AHEAD", "ahead", "spare_cores", "wait"]
+
+_POOL: ThreadPoolExecutor | None = None
+_LOCK = threading.Lock()
+
+
+def spare_cores() -> int:
+    """Cores this process may use beyond the one that runs its main work (0 on a single core)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        n = os.cpu_count() or 1
+    return max(0, n - 1)
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _LOCK:
+        if _POOL is None:
+            # one thread: a second warm-up waits for the first instead of taking the main work's core
+            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nuejax-ahead")
+        return _POOL
+
+
+def _quiet(fn, args, kwargs):
+    try:
+        fn(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - a warm-up only; the caller's own call raises
+        pass
+
+
+#: The switch: ``NUEJAX_AHEAD=0`` (or ``off``, ``false``, ``no``) runs no warm-up.
+ENV_AHEAD = "NUEJAX_AHEAD"
+
+
+def ahead(fn, *args, **kwargs) -> Future | None:
+    """Run ``fn(*args, **kwargs)`` in the background thread, its result and errors discarded;
+    None (nothing started) where the process has no core to spare or :data:`ENV_AHEAD` is off.
+
+    Raises:
+        InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
+    from ..cache import env_switch
+
+    if not env_switch(ENV_AHEAD) or spare_cores() < 1:
+        return None
+    return _pool().submit(_quiet, fn, args, kwargs)
+
+
+def wait(future: Future | None) -> None:
+    """Wait for a warm-up of :func:`ahead` to end (so that the caller does not compile the same
+    program a second time beside it)."""
+    if future is not None:
+        future.result()

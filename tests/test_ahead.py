@@ -1,0 +1,74 @@
+"""Compiling ahead (nuejax._internal.ahead): a warm-up in a background thread saves compilation
+time and never changes a number; its switch and its errors."""
+import jax
+import numpy as np
+import pytest
+
+from nuejax._internal import ahead as ahead_module
+from nuejax._internal.ahead import ahead, spare_cores, wait
+from nuejax.errors import InputError
+from nuejax.model import borexino_like
+
+
+def test_the_switch_and_a_failing_warm_up(monkeypatch):
+    ran = []
+    monkeypatch.setenv("NUEJAX_AHEAD", "0")
+    assert ahead(ran.append, 1) is None
+    monkeypatch.setenv("NUEJAX_AHEAD", "sometimes")
+    with pytest.raises(InputError, match="NUEJAX_AHEAD"):
+        ahead(ran.append, 1)
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 0)  # a single core: nothing to run it on
+    assert ahead(ran.append, 1) is None
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 1)
+
+    def broken():
+        raise ValueError("a warm-up's error is the caller's to raise")
+
+    wait(ahead(broken))  # swallowed
+    wait(ahead(ran.append, 2))
+    wait(None)
+    assert ran == [2]
+
+
+def _build(folder, monkeypatch, started):
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(folder))
+    monkeypatch.setenv("NUEJAX_CACHE", "1")
+    monkeypatch.setattr(borexino_like, "_WARMED", set())  # as in a new process
+    return borexino_like.borexino_like_model(n_T=40, signals=("pp", "pep", "7Be_862"), backgrounds=("85Kr",))
+
+
+def test_a_model_built_with_the_warm_up_equals_one_built_without(monkeypatch, tmp_path):
+    """The default model's signals start with a continuum (pp) and then a line (pep): with a core
+    to spare, pep is built in the background beside pp (nothing stored), then again in turn; the
+    model equals the one built without the warm-up, bit for bit, and a build that finds its
+    signals in the cache starts no warm-up."""
+    started = []
+    real = borexino_like.ahead
+
+    def record(fn, **kwargs):
+        started.append(kwargs["label"])
+        return real(fn, **kwargs)
+
+    monkeypatch.setattr(borexino_like, "ahead", record)
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 1)
+    a = _build(tmp_path / "with", monkeypatch, started)
+    assert started == ["pep"]
+    # the warm-up stored nothing: one entry per signal
+    assert sorted(p.name.split("-")[1] for p in (tmp_path / "with").glob("signal-*.npz")) == ["7Be_862", "pep", "pp"]
+    _build(tmp_path / "with", monkeypatch, started)  # every signal cached: no warm-up
+    assert started == ["pep"]
+    monkeypatch.setenv("NUEJAX_AHEAD", "0")
+    b = _build(tmp_path / "without", monkeypatch, started)
+    # the signal components are static metadata of the model (compared by identity): their
+    # arrays (kernels, sources, cross-section coefficients) are compared apart
+    for x, y in ((a, b),) + tuple(zip(a.stages[0].signals, b.stages[0].signals)):
+        leaves_x, tree_x = jax.tree_util.tree_flatten(x)
+        leaves_y, tree_y = jax.tree_util.tree_flatten(y)
+        assert str(tree_x) == str(tree_y) and len(leaves_x) == len(leaves_y)
+        for u, v in zip(leaves_x, leaves_y):
+            np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+def test_spare_cores_is_what_the_process_may_use_beyond_one():
+    assert spare_cores() >= 0
