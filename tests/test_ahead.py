@@ -31,6 +31,21 @@ def test_the_switch_and_a_failing_warm_up(monkeypatch):
     assert ran == [2]
 
 
+def test_the_callers_thread_settings_are_carried_over(monkeypatch):
+    """64-bit mode and the default device set by a ``with`` block hold for the caller's thread
+    only; the warm-up runs under the caller's (a model build under ``on_host``)."""
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 1)
+    seen = []
+    record = lambda: seen.append((jax.config.jax_enable_x64, jax.config.jax_default_device))  # noqa: E731
+    cpu = jax.devices("cpu")[0]
+    x64 = bool(jax.config.jax_enable_x64)
+    with jax.enable_x64(not x64), jax.default_device(cpu):
+        wait(ahead(record))
+    wait(ahead(record))
+    assert seen == [(not x64, cpu), (x64, None)]
+
+
 def _build(folder, monkeypatch, started):
     monkeypatch.setenv("NUEJAX_CACHE_DIR", str(folder))
     monkeypatch.setenv("NUEJAX_CACHE", "1")

@@ -7,11 +7,13 @@ core to spare a program compiles beside the running work for free: building the 
 and 17.4 s side by side (benchmarks/NOTES.md). A compiled program is shared by the whole process:
 a later call of the same function with arguments of the same shapes finds it and only traces.
 
-What runs here is only ever a warm-up: its result is thrown away and the caller computes its own,
-so the numbers never depend on it. It runs with JAX's process-wide configuration; where a caller
-has changed a setting for its own thread only (``with jax.enable_x64(...)``, a default device),
-the warm-up traces another program and merely saves nothing. Errors of a warm-up are swallowed:
-the caller's own call raises them where they belong.
+What runs here is only ever a warm-up: its result is thrown away and the caller computes its own
+(or loads what the warm-up stored in the on-disk cache, under a key computed in the same thread as
+the stored arrays). JAX's settings that a ``with`` block changes for one thread only are carried
+over from the caller: 64-bit mode and the default device (a model build runs under
+:func:`~nuejax._internal.placement.on_host`); a warm-up under other settings would compile
+programs the caller never runs. Errors of a warm-up are swallowed: the caller's own call raises
+them where they belong.
 """
 
 from __future__ import annotations
@@ -44,9 +46,12 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def _quiet(fn, args, kwargs):
+def _quiet(fn, args, kwargs, x64, device):
+    import jax
+
     try:
-        fn(*args, **kwargs)
+        with jax.enable_x64(x64), jax.default_device(device):
+            fn(*args, **kwargs)
     except Exception:  # noqa: BLE001 - a warm-up only; the caller's own call raises
         pass
 
@@ -65,7 +70,10 @@ def ahead(fn, *args, **kwargs) -> Future | None:
 
     if not env_switch(ENV_AHEAD) or spare_cores() < 1:
         return None
-    return _pool().submit(_quiet, fn, args, kwargs)
+    import jax
+
+    # the caller's thread's settings (a `with` block's), which a new thread would not see
+    return _pool().submit(_quiet, fn, args, kwargs, bool(jax.config.jax_enable_x64), jax.config.jax_default_device)
 
 
 def wait(future: Future | None) -> None:

@@ -31,7 +31,7 @@ from ..io.borexino import packaged_borexino_shape
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
 from ..physics.precomputed import precompute_spectrum
-from ..physics.solar import COMPONENT_NAMES, SUBCOMPONENT_NAMES, get_component, split_subcomponent
+from ..physics.solar import COMPONENT_NAMES, SUBCOMPONENT_NAMES, is_line_label
 from ..physics.spectra import build_source, event_rate, recoil_spectrum, shape_only, uniform_recoil_edges
 from ..precision import resolve_dtype
 from ..reweighting import response_matrix, transfer_kernel
@@ -127,10 +127,6 @@ def signal_component(label: str, obs_edges, *, norm: str, response: ResponsePara
     return cached("signal", label, arguments, lambda: _build_signal_component(**arguments))
 
 
-def _is_line(label: str) -> bool:
-    return get_component(split_subcomponent(label)[0]).is_line
-
-
 #: The builds :func:`_warm_up_other_kind` started in this process (their programs' shapes).
 _WARMED: set = set()
 
@@ -141,7 +137,7 @@ def _warm_up_other_kind(signals, obs_edges, norms, table, dt, **kw):
     (:func:`nuejax._internal.ahead.ahead`, its result discarded, nothing stored), so that its
     programs compile beside the first signal's instead of after them. Returns ``(label, future)``,
     or ``(None, None)``."""
-    kinds = [_is_line(s) for s in signals]
+    kinds = [is_line_label(s) for s in signals]
     if len(set(kinds)) < 2:
         return None, None
     other = signals[kinds.index(not kinds[0])]

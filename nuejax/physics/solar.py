@@ -26,6 +26,7 @@ __all__ = [
     "CNO_NAMES",
     "SUBCOMPONENT_NAMES",
     "split_subcomponent",
+    "is_line_label",
     "SOLAR_MODELS",
     "get_component",
     "flux",
@@ -94,6 +95,12 @@ def split_subcomponent(label: str) -> tuple[str, int | None]:
             return comp.name, comp.line_labels.index(label)
     get_component(label)
     return label, None
+
+
+def is_line_label(label: str) -> bool:
+    """Whether the spectrum ``label`` (a component or a line of one, :data:`SUBCOMPONENT_NAMES`)
+    is a line: its programs differ from a continuum's."""
+    return get_component(split_subcomponent(label)[0]).is_line
 
 
 def get_component(name: str) -> SolarComponent:
