@@ -30,7 +30,6 @@ from importlib import resources
 
 import numpy as np
 
-from .._internal.ahead import ahead, wait
 from .._internal.placement import on_host, to_default_device
 from ..cache import cached
 from ..detector.calibration import CalibrationTarget, KeVResponse, as_photoelectron_axis, calibrate_response
@@ -50,7 +49,6 @@ from ..model.signals import MediatorSignals, SolarSignals
 from ..model.template_model import template_model
 from ..model.templates import GaussianPeak, shape_template
 from ..physics.oscillation import OscillationParams
-from ..physics.solar import is_line_label
 from ..physics.spectra import build_source, event_rate, uniform_recoil_edges
 
 __all__ = ["EXPOSURE", "SOLAR", "BACKGROUNDS", "PUBLISHED_CNO", "SSM_UNCERTAINTY", "Phase3Choices", "phase3_data",
@@ -161,28 +159,15 @@ def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, gen
     table = quenching_table()
     osc = OscillationParams()
     groups = _GROUPS
-
-    def one(label, rate_name):
-        src = build_source(label)
-        hist = expected_histogram(src, uniform_recoil_edges(float(src.t_end), n_T), pe_edges, params, table, osc,
-                                  radiative=radiative)
-        return (signal_component(label, pe_edges, norm=rate_name, hist=hist, radiative=radiative),
-                float(event_rate(src, osc=osc, radiative=radiative)))
-
-    # a line's programs differ from a continuum's: the first line is built (and cached) in the
-    # background while the first continuum builds (nuejax._internal.ahead; its result is thrown
-    # away, the loop below builds or loads it in turn)
-    order = [(label, rate_name) for rate_name, labels in groups.items() for label in labels]
-    kinds = [is_line_label(label) for label, _ in order]
-    warm = order[kinds.index(not kinds[0])] if len(set(kinds)) > 1 else None
-    warming = ahead(one, *warm) if warm is not None else None
     signals = []
     for rate_name, labels in groups.items():
         members = []
         for label in labels:
-            if (label, rate_name) == warm:
-                wait(warming)
-            members.append(one(label, rate_name))
+            src = build_source(label)
+            hist = expected_histogram(src, uniform_recoil_edges(float(src.t_end), n_T), pe_edges, params, table, osc,
+                                      radiative=radiative)
+            members.append((signal_component(label, pe_edges, norm=rate_name, hist=hist, radiative=radiative),
+                            float(event_rate(src, osc=osc, radiative=radiative))))
         total = sum(r for _, r in members)
         signals += [dataclasses.replace(s, kernel=s.kernel / total) for s, _ in members]
     names = tuple(groups)
