@@ -22,6 +22,10 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import jax
+
+from ..cache import env_switch
+
 __all__ = ["ENV_AHEAD", "ahead", "spare_cores", "wait"]
 
 _POOL: ThreadPoolExecutor | None = None
@@ -47,8 +51,6 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def _quiet(fn, args, kwargs, x64, device):
-    import jax
-
     try:
         with jax.enable_x64(x64), jax.default_device(device):
             fn(*args, **kwargs)
@@ -66,12 +68,8 @@ def ahead(fn, *args, **kwargs) -> Future | None:
 
     Raises:
         InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
-    from ..cache import env_switch
-
     if not env_switch(ENV_AHEAD) or spare_cores() < 1:
         return None
-    import jax
-
     # the caller's thread's settings (a `with` block's), which a new thread would not see
     return _pool().submit(_quiet, fn, args, kwargs, bool(jax.config.jax_enable_x64), jax.config.jax_default_device)
 
