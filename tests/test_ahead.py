@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from nuejax._internal import ahead as ahead_module
-from nuejax._internal.ahead import ahead, spare_cores, wait
+from nuejax._internal.ahead import ahead, wait
 from nuejax.errors import InputError
 from nuejax.model import borexino_like
 
@@ -83,7 +83,3 @@ def test_a_model_built_with_the_warm_up_equals_one_built_without(monkeypatch, tm
         assert str(tree_x) == str(tree_y) and len(leaves_x) == len(leaves_y)
         for u, v in zip(leaves_x, leaves_y):
             np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
-
-
-def test_spare_cores_is_what_the_process_may_use_beyond_one():
-    assert spare_cores() >= 0
