@@ -22,7 +22,8 @@ The key of an entry hashes (blake2b):
 * the process's :func:`fingerprint`: the bytes of every ``nuejax/**/*.py`` and every file under
   ``nuejax/data/`` (so any change of code or data makes new keys), the versions of nuejax,
   JAX, jaxlib, numpy and Python, the JAX backend and device kind, the CPU's instruction-set
-  flags and ``XLA_FLAGS`` (compiled code may round differently elsewhere);
+  flags and ``XLA_FLAGS`` (compiled code may round differently elsewhere; on the CPU backend
+  without the flags that change no entry there, :func:`environment`);
 * the JAX settings read at call time: ``jax_enable_x64``, ``jax_default_matmul_precision`` and
   ``jax_default_device``.
 
@@ -188,16 +189,23 @@ def source_digest(root: Path) -> str:
 
 def environment() -> dict:
     """The versions and machine an entry was computed with (part of :func:`fingerprint`). XLA's
-    flags are part of it, except on the CPU backend its ``--xla_gpu_*`` ones, which change nothing
-    there: the commands add two of them (``nuejax.cli.GPU_XLA_FLAGS``), so that a model a command
-    cached on the CPU is the entry the Python API finds too (and the reverse)."""
+    flags are part of it, except on the CPU backend two kinds that change no entry there:
+
+    * its ``--xla_gpu_*`` flags: the commands add two of them (``nuejax.cli.GPU_XLA_FLAGS``), so
+      that a model a command cached on the CPU is the entry the Python API finds too (and the
+      reverse);
+    * ``--xla_force_host_platform_device_count`` (virtual CPU devices): entries are computed on
+      the default device alone, and a model built on four virtual devices equals the one built on
+      one bit for bit (tests/test_multidevice.py builds it afresh on four and compares), so runs
+      with 1, 2 and 4 devices share their models."""
     from . import __version__
 
     dev = jax.devices()[0]
     backend = jax.default_backend()
     flags = os.environ.get("XLA_FLAGS", "").split()
     if backend == "cpu":
-        flags = [f for f in flags if not f.startswith("--xla_gpu_")]
+        flags = [f for f in flags
+                 if not f.startswith(("--xla_gpu_", "--xla_force_host_platform_device_count="))]
     return dict(format=FORMAT_VERSION, nuejax=__version__, jax=jax.__version__, jaxlib=_jaxlib_version(),
                 numpy=np.__version__, python=sys.version.split()[0], machine=platform.machine(),
                 backend=backend, device=getattr(dev, "device_kind", ""), cpu=_cpu_flags(), xla_flags=" ".join(flags))

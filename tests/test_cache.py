@@ -622,5 +622,9 @@ def test_the_commands_gpu_flags_do_not_change_the_key_on_the_cpu(monkeypatch):
     plain = cache.environment()
     monkeypatch.setenv("XLA_FLAGS", " ".join(("--xla_cpu_enable_fast_math=false",) + GPU_XLA_FLAGS))
     assert cache.environment() == plain
+    # nor the number of virtual CPU devices (tests/test_multidevice.py: a model built on four
+    # equals the one built on one)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=4")
+    assert cache.environment() == plain
     monkeypatch.setenv("XLA_FLAGS", "")
     assert cache.environment() != plain
