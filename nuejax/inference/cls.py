@@ -23,6 +23,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .._internal.stats import norm_cdf, norm_sf
 from ..errors import ParameterError
 from .construction import check_toys, construction, observed_fits, run_construction
 from .intervals import check_cl
@@ -51,15 +52,13 @@ def asymptotic_cls(q, q_a):
     r"""CLs and its parts from :math:`\tilde q_\mu` and the Asimov :math:`\tilde q_{\mu,A}`
     (Cowan et al. 2011, Eq. 65 with :math:`\mu^2/\sigma^2 = \tilde q_{\mu,A}`): returns
     (CLs, p_{s+b}, 1 − p_b)."""
-    from scipy.stats import norm
-
     q = np.maximum(np.asarray(q, dtype=float), 0.0)
     qa = np.maximum(np.asarray(q_a, dtype=float), 1e-300)
     sq, sqa = np.sqrt(q), np.sqrt(qa)
     low = q <= qa
     # p_{s+b} = 1 - F(q|mu), 1 - p_b = 1 - F(q|0)
-    clsb = np.where(low, norm.sf(sq), norm.sf((q + qa) / (2 * sqa)))
-    clb = np.where(low, norm.sf(sq - sqa), norm.sf((q - qa) / (2 * sqa)))
+    clsb = np.where(low, norm_sf(sq), norm_sf((q + qa) / (2 * sqa)))
+    clb = np.where(low, norm_sf(sq - sqa), norm_sf((q - qa) / (2 * sqa)))
     return clsb / np.maximum(clb, 1e-300), clsb, clb
 
 
@@ -156,7 +155,6 @@ def cls_assemble(config, st, res, seconds) -> CLsResult:
         c = np.array([psb[k] / max(frac_ge(q_b[k], qj[k]), 1e-300) for k in range(g)])
         limits.append(_limit_from_cls(v, c, 1 - cl))
         limits_sb.append(_limit_from_cls(v, psb, 1 - cl))
-    from scipy.stats import norm
 
     def band(found):
         # a toy whose CLs stays above 1 - CL on the whole grid has a limit beyond it: +inf, not left out
@@ -166,7 +164,7 @@ def cls_assemble(config, st, res, seconds) -> CLsResult:
             v = float(np.quantile(lim, p, method="inverted_cdf")) if lim.size else np.inf  # no inf - inf
             return v if np.isfinite(v) else None
 
-        return {str(k): q(norm.cdf(k)) for k in (-2, -1, 0, 1, 2)}
+        return {str(k): q(norm_cdf(k)) for k in (-2, -1, 0, 1, 2)}
 
     expected, expected_sb = band(limits), band(limits_sb)
     if not ok.all():

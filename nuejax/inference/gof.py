@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.stats import chi2_sf
 from ..errors import InputError
 from ..model.likelihood import UnbinnedPoisson
 from .fitting import batch_fit
@@ -42,8 +43,6 @@ def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None
 
     ``n_toys > 0`` adds the toy p-value (``key``: a ``jax.random`` key, default ``PRNGKey(0)``).
     """
-    from scipy.stats import chi2
-
     if isinstance(getattr(model, "likelihood", None), UnbinnedPoisson):
         raise InputError("goodness_of_fit: the saturated-model deviance is defined for binned counts; an unbinned "
                          "likelihood has no saturated model (bin the events, or use a binned model of the same data)")
@@ -56,7 +55,7 @@ def goodness_of_fit(model, data, result: FitResult, *, n_toys: int = 0, key=None
     dev = float(saturated_deviance(mu, s.data))
     # every fitted parameter counts, Gaussian-constrained ones too (a conservative convention)
     ndof = int(s.data.shape[-1]) - len(result.names)
-    p_chi2 = float(chi2.sf(dev, ndof)) if ndof > 0 else float("nan")
+    p_chi2 = float(chi2_sf(dev, ndof)) if ndof > 0 else float("nan")
     if n_toys <= 0:
         return GoodnessOfFit(dev, ndof, p_chi2)
     key = jax.random.PRNGKey(0) if key is None else key

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._internal.stats import chi2_ppf
+
 __all__ = ["DCHI2_90", "Interval", "check_cl", "crossings", "interval_from_profile", "one_sided_threshold",
            "region_containing", "regions_from_profile", "two_sided_threshold"]
 
@@ -23,21 +25,17 @@ DCHI2_90 = {1: 2.705543454095404, 2: 4.605170185988091}
 
 def two_sided_threshold(cl: float, ndof: int = 1) -> float:
     """:math:`\\chi^2_{n}` quantile at ``cl`` (2.706 for one parameter at 90 % CL)."""
-    from scipy.stats import chi2
-
     check_cl(cl)
-    return float(chi2.ppf(cl, ndof))
+    return float(chi2_ppf(cl, ndof))
 
 
 def one_sided_threshold(cl: float) -> float:
     """:math:`\\chi^2_1` quantile at 2 CL − 1 (1.642 at 90 % CL): one-sided limit with
     :math:`\\tilde q_\\mu` (module docstring)."""
-    from scipy.stats import chi2
-
     check_cl(cl)
     if cl <= 0.5:
         raise ValueError(f"a one-sided limit needs cl > 0.5, got {cl}")
-    return float(chi2.ppf(2.0 * cl - 1.0, 1))
+    return float(chi2_ppf(2.0 * cl - 1.0, 1))
 
 
 def check_cl(cl):

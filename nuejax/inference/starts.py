@@ -37,6 +37,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import ParameterError
+from .._internal.stats import sobol_points
 
 __all__ = ["CONTINUE_PASSES", "DEFAULT_STARTS", "SecondMinimumWarning", "choose_start", "distinct_minima", "same_minimum",
            "standard_deviations", "start_design", "symmetry_images", "symmetry_starts", "warn_second_minimum"]
@@ -97,9 +98,7 @@ def start_design(problem, starts=DEFAULT_STARTS, *, x0=None, seed: int = 0) -> n
            and np.isfinite(lo[i]) and np.isfinite(hi[i])]
     m = n - len(rows)
     if poi and m > 0:
-        from scipy.stats import qmc
-
-        u = qmc.Sobol(d=len(poi), scramble=True, seed=seed).random_base2(max(0, math.ceil(math.log2(m))))[:m]
+        u = sobol_points(len(poi), max(0, math.ceil(math.log2(m))), seed)[:m]
         pts = np.repeat(x0[None, :], m, axis=0)
         pts[:, poi] = lo[poi] + u * (hi[poi] - lo[poi])
         rows += list(pts)
