@@ -83,3 +83,61 @@ def test_a_model_built_with_the_warm_up_equals_one_built_without(monkeypatch, tm
         assert str(tree_x) == str(tree_y) and len(leaves_x) == len(leaves_y)
         for u, v in zip(leaves_x, leaves_y):
             np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+def test_work_beside_returns_its_result_and_raises_its_error(monkeypatch):
+    from nuejax._internal.ahead import beside
+
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 2)
+    assert beside(lambda a, b=0: a + b, 1, b=2, min_spare=3) is None  # too few cores: the caller runs it
+    assert beside(lambda a, b=0: a + b, 1, b=2, min_spare=2).result() == 3
+    x64 = bool(jax.config.jax_enable_x64)
+    with jax.enable_x64(not x64):
+        assert beside(lambda: bool(jax.config.jax_enable_x64), min_spare=1).result() is (not x64)
+
+    def broken():
+        raise ValueError("the stage's own error")
+
+    with pytest.raises(ValueError, match="the stage's own error"):
+        beside(broken).result()
+    monkeypatch.setenv("NUEJAX_AHEAD", "0")
+    assert beside(lambda: 1) is None
+
+
+def test_stages_run_beside_give_the_same_numbers_and_lines_in_order(monkeypatch):
+    """nuejax borexino runs its magnetic-moment and NSI stages beside the others where cores are
+    to spare: a fit and a profile scan run in another thread equal those run in turn, bit for bit,
+    and their progress lines come out in the stages' order, with each stage's own start time."""
+    from nuejax._internal.ahead import beside
+    from nuejax.analyses._clock import StageClock
+    from nuejax.inference import newton_fit, profile_scan
+
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 4)
+    m = borexino_like.borexino_like_model(n_T=30, signals=("pp",), backgrounds=("85Kr",))
+    m = m.with_parameters(m.parameters.release("mu_nu"))
+    data = np.round(np.asarray(m.expected(m.parameters.values(mu_nu=2.0))))
+
+    def stage(say, name):
+        say(f"[{name}] {name}")
+        r = newton_fit(m, data, starts=1)
+        s = profile_scan(m, data, "mu_nu", np.linspace(0.0, 4.0, 3), global_fit=r, starts=1)
+        say(f"      {name} done")
+        return r.fval, np.array([r.values[n] for n in r.names]), np.asarray(s.nll)
+
+    lines = []
+    clock = StageClock(lines.append)
+    clock("[1/3] first")
+    branches = [clock.branch(), clock.branch()]
+    futures = [beside(stage, branches[0], "2/3", min_spare=3), beside(stage, branches[1], "3/3", min_spare=3)]
+    own = stage(lambda msg: None, "main")
+    for b, f in zip(branches, futures):
+        got = f.result()
+        assert got[0] == own[0]
+        np.testing.assert_array_equal(got[1], own[1])
+        np.testing.assert_array_equal(got[2], own[2])
+        clock.replay(b)
+    assert lines == ["[1/3] first", "[2/3] 2/3", "      2/3 done", "[3/3] 3/3", "      3/3 done"]
+    assert set(clock.starts) == {"1/3", "2/3", "3/3"}
+    assert clock.starts["2/3"] <= clock.elapsed() and clock.starts["3/3"] <= clock.elapsed()

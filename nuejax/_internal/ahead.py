@@ -14,6 +14,11 @@ over from the caller: 64-bit mode and the default device (a model build runs und
 :func:`~nuejax._internal.placement.on_host`); a warm-up under other settings would compile
 programs the caller never runs. Errors of a warm-up are swallowed: the caller's own call raises
 them where they belong.
+
+:func:`beside` runs real work in a thread of its own: independent stages of an analysis
+(``nuejax borexino``'s magnetic-moment and NSI stages beside its fit, CNO profile and goodness of
+fit), whose programs then trace, lower and compile side by side where the machine has the cores.
+Their results are the same programs' on the same inputs, bit for bit (tests/test_ahead.py).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import jax
 
 from ..cache import env_switch
 
-__all__ = ["ENV_AHEAD", "ahead", "spare_cores", "wait"]
+__all__ = ["ENV_AHEAD", "ahead", "beside", "spare_cores", "wait"]
 
 _POOL: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
@@ -58,7 +63,8 @@ def _quiet(fn, args, kwargs, x64, device):
         pass
 
 
-#: The switch: ``NUEJAX_AHEAD=0`` (or ``off``, ``false``, ``no``) runs no warm-up.
+#: The switch: ``NUEJAX_AHEAD=0`` (or ``off``, ``false``, ``no``) runs no warm-up and nothing
+#: :func:`beside` the caller's work.
 ENV_AHEAD = "NUEJAX_AHEAD"
 
 
@@ -72,6 +78,32 @@ def ahead(fn, *args, **kwargs) -> Future | None:
         return None
     # the caller's thread's settings (a `with` block's), which a new thread would not see
     return _pool().submit(_quiet, fn, args, kwargs, bool(jax.config.jax_enable_x64), jax.config.jax_default_device)
+
+
+_BESIDE: ThreadPoolExecutor | None = None
+
+
+def _run_with(fn, args, kwargs, x64, device):
+    with jax.enable_x64(x64), jax.default_device(device):
+        return fn(*args, **kwargs)
+
+
+def beside(fn, *args, min_spare: int = 1, **kwargs) -> Future | None:
+    """Run ``fn(*args, **kwargs)`` in a thread of its own, beside the caller's work: real work,
+    whose result (or error) the future's ``result()`` returns (raises). None, and the caller runs
+    ``fn`` itself, where the process has fewer than ``min_spare`` cores to spare or
+    :data:`ENV_AHEAD` is off. The caller's thread-local JAX settings are carried over, as for
+    :func:`ahead`; ``fn`` must not change process-wide state (warning filters among it).
+
+    Raises:
+        InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
+    global _BESIDE
+    if not env_switch(ENV_AHEAD) or spare_cores() < min_spare:
+        return None
+    with _LOCK:
+        if _BESIDE is None:
+            _BESIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="nuejax-beside")
+    return _BESIDE.submit(_run_with, fn, args, kwargs, bool(jax.config.jax_enable_x64), jax.config.jax_default_device)
 
 
 def wait(future: Future | None) -> None:

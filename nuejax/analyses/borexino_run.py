@@ -17,6 +17,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from .._internal.ahead import beside
 from ..inference import (DEFAULT_STARTS, goodness_of_fit, newton_fit, one_sided_threshold, profile_scan, profile_scan_2d,
                          refine_scan)
 from ..io.borexino import packaged_borexino_cno_profile
@@ -36,6 +37,10 @@ EPS_L_GRID = np.linspace(-1.8, 0.6, 25)
 EPS_R_GRID = np.linspace(-1.2, 0.8, 21)
 #: the 2-D grid resolves the two narrow epsilon^L branches (around 0 and around -2 g_L = -1.46)
 EPS_2D = (np.concatenate([np.linspace(-1.75, -1.2, 6), np.linspace(-0.3, 0.35, 6)]), np.linspace(-1.2, 0.8, 7))
+#: Cores to spare (beyond the main thread's) for the magnetic-moment and NSI stages to run beside
+#: the fit, CNO profile and goodness of fit: one each, and one for the main work's compiling.
+#: On 2 cores they run in turn: the spare core is also XLA's second compute thread there.
+BESIDE_MIN_SPARE = 3
 #: Newton iterations per profile point of the physics scans: converged points need far fewer, and a
 #: batched launch lasts as long as its slowest point (a point not converged is reported and left out)
 SCAN_ITER = 40
@@ -65,6 +70,15 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     say("      " + cal.summary().replace("\n", "\n      "))
     counts = np.asarray(data.counts)
 
+    # The magnetic-moment and NSI stages need only the model and the data: where the machine has
+    # cores to spare they run beside the fit, CNO profile and goodness of fit (their programs
+    # trace, lower and compile side by side), and say their lines in order afterwards.
+    sm_rates_used = sm_rates()
+    m_ssm = ssm_constrained(model, sm_rates_used)
+    branches = {k: say.branch() for k in ("mu", "eps")}
+    running = {k: beside(stage, m_ssm, counts, branches[k], starts, min_spare=BESIDE_MIN_SPARE)
+               for k, stage in (("mu", _magnetic_moment), ("eps", _nsi))}
+
     say("[2/6] fit (bounded Newton; converged = KKT conditions)")
     result = newton_fit(model, counts, one_sided=False, starts=starts)
     say("      " + str(result).replace("\n", "\n      "))
@@ -84,31 +98,13 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     say(f"      deviance/ndf = {gof.deviance:.1f}/{gof.ndof}, p(chi2) = {gof.p_chi2:.3f}, "
         f"p(toys) = {gof.p_toys if gof.p_toys is not None else float('nan'):.3f}")
 
-    say("[5/6] magnetic moment (solar rates constrained to the SSM): one-sided 90% CL upper limit")
-    sm_rates_used = sm_rates()
-    m_ssm = ssm_constrained(model, sm_rates_used)
-    m_mu = m_ssm.release("mu_nu")
-    fit_mu = newton_fit(m_mu, counts, one_sided=False, starts=starts)
-    mu_scan = profile_scan(m_mu, counts, "mu_nu", MU_GRID, global_fit=fit_mu, n_iter=SCAN_ITER, starts=starts)
-    mu_scan = refine_scan(m_mu, counts, mu_scan, (one_sided_threshold(0.9),), points=MU_REFINE, global_fit=fit_mu,
-                          n_iter=SCAN_ITER, starts=starts)
-    mu_ul = mu_scan.upper_limit(0.9)
-    mu_held = mu_scan.at_bound_near(mu_ul, m_mu.parameters)  # a limit set where a rate sits at zero depends on it
-    say(f"      mu_nu best {float(fit_mu.params['mu_nu']):.3g}, 90% CL upper limit "
-        f"{'none in range' if mu_ul is None else f'{mu_ul:.3g}'} x 1e-11 mu_B ({mu_scan.upper_limit_convention})"
-        + "".join(f"; at the limit {n} sits on its {side} bound" for n, side in mu_held.items()))
-
-    say("[6/6] NSI: eps_ee_L and eps_ee_R, each with the other free, and the 2-D region")
-    m_eps = m_ssm.release("eps_ee_L", "eps_ee_R")
-    fit_eps = newton_fit(m_eps, counts, one_sided=False, starts=starts)
-    sL = profile_scan(m_eps, counts, "eps_ee_L", EPS_L_GRID, global_fit=fit_eps, n_iter=SCAN_ITER,
-                      starts=starts)
-    sR = profile_scan(m_eps, counts, "eps_ee_R", EPS_R_GRID, global_fit=fit_eps, n_iter=SCAN_ITER,
-                      starts=starts)
-    s2 = profile_scan_2d(m_eps, counts, ("eps_ee_L", "eps_ee_R"), *EPS_2D, global_fit=fit_eps, n_iter=SCAN_ITER,
-                         starts=starts)
-    iL, iR = _interval(sL), _interval(sR)
-    say(f"      eps_ee_L 90% CL regions {iL['regions']}, eps_ee_R 90% CL regions {iR['regions']}")
+    out = {}
+    for k, stage in (("mu", _magnetic_moment), ("eps", _nsi)):
+        out[k] = (running[k].result() if running[k] is not None
+                  else stage(m_ssm, counts, branches[k], starts))
+        say.replay(branches[k])
+    fit_mu, mu_scan, mu_ul, mu_held = out["mu"]
+    fit_eps, sL, sR, s2, iL, iR = out["eps"]
 
     summary = {
         "cno_best": float(result.params["rate_CNO"]),
@@ -163,6 +159,38 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _magnetic_moment(m_ssm, counts, say, starts):
+    """Stage 5: μ_ν with the solar rates constrained to the SSM, its profile and one-sided limit."""
+    say("[5/6] magnetic moment (solar rates constrained to the SSM): one-sided 90% CL upper limit")
+    m_mu = m_ssm.release("mu_nu")
+    fit_mu = newton_fit(m_mu, counts, one_sided=False, starts=starts)
+    mu_scan = profile_scan(m_mu, counts, "mu_nu", MU_GRID, global_fit=fit_mu, n_iter=SCAN_ITER, starts=starts)
+    mu_scan = refine_scan(m_mu, counts, mu_scan, (one_sided_threshold(0.9),), points=MU_REFINE, global_fit=fit_mu,
+                          n_iter=SCAN_ITER, starts=starts)
+    mu_ul = mu_scan.upper_limit(0.9)
+    mu_held = mu_scan.at_bound_near(mu_ul, m_mu.parameters)  # a limit set where a rate sits at zero depends on it
+    say(f"      mu_nu best {float(fit_mu.params['mu_nu']):.3g}, 90% CL upper limit "
+        f"{'none in range' if mu_ul is None else f'{mu_ul:.3g}'} x 1e-11 mu_B ({mu_scan.upper_limit_convention})"
+        + "".join(f"; at the limit {n} sits on its {side} bound" for n, side in mu_held.items()))
+    return fit_mu, mu_scan, mu_ul, mu_held
+
+
+def _nsi(m_ssm, counts, say, starts):
+    """Stage 6: ε^L_ee and ε^R_ee, each profiled with the other free, and their 2-D region."""
+    say("[6/6] NSI: eps_ee_L and eps_ee_R, each with the other free, and the 2-D region")
+    m_eps = m_ssm.release("eps_ee_L", "eps_ee_R")
+    fit_eps = newton_fit(m_eps, counts, one_sided=False, starts=starts)
+    sL = profile_scan(m_eps, counts, "eps_ee_L", EPS_L_GRID, global_fit=fit_eps, n_iter=SCAN_ITER,
+                      starts=starts)
+    sR = profile_scan(m_eps, counts, "eps_ee_R", EPS_R_GRID, global_fit=fit_eps, n_iter=SCAN_ITER,
+                      starts=starts)
+    s2 = profile_scan_2d(m_eps, counts, ("eps_ee_L", "eps_ee_R"), *EPS_2D, global_fit=fit_eps, n_iter=SCAN_ITER,
+                         starts=starts)
+    iL, iR = _interval(sL), _interval(sR)
+    say(f"      eps_ee_L 90% CL regions {iL['regions']}, eps_ee_R 90% CL regions {iR['regions']}")
+    return fit_eps, sL, sR, s2, iL, iR
 
 
 def _plots(outdir, model, data, result, cno, published, mu_scan, sL, sR, s2):
