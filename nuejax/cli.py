@@ -3,7 +3,8 @@
 The CLI opts in to float64 explicitly (``nuejax.enable_x64()``) before building anything, and
 switches on JAX's persistent compilation cache in the package's cache folder
 (:func:`nuejax.cache.enable_compilation_cache`; ``NUEJAX_COMPILATION_CACHE=0`` keeps it off);
-on GPUs it switches XLA's Triton GEMMs and its autotuner off (:data:`GPU_XLA_FLAGS`).
+on GPUs it switches XLA's Triton GEMMs and its autotuner off (:data:`GPU_XLA_FLAGS`) and JAX's
+reservation of most of the GPU's memory at start (:data:`GPU_ENVIRONMENT`), unless the user set them.
 Every numeric option must be finite; commands that write files write them into ``nuejax_output/``
 of the current folder unless ``--out DIR`` (alias ``--outdir``) says otherwise. The magnetic
 moment ``--mu-nu`` is in units of 1e-11 Bohr magnetons, like everywhere in nuejax.
@@ -708,22 +709,32 @@ def build_parser() -> argparse.ArgumentParser:
 #:   H100, JAX 0.11.2, 2026-11-27, ``benchmarks/probes/toy_kernel_compile_probe.py``). A command's
 #:   first run is mostly compilation; the 5 % it may cost a launch is the smaller bill.
 GPU_XLA_FLAGS = ("--xla_gpu_enable_triton_gemm=false", "--xla_gpu_autotune_level=0")
+#: Environment the commands set where the user has not (JAX reads it when its GPU backend starts):
+#:
+#: * ``XLA_PYTHON_CLIENT_PREALLOCATE=false``: JAX reserves 75 % of a GPU's memory at the first
+#:   transfer, which took 1.7-1.8 s on an H200 (141 GB) in every process, against nothing with
+#:   the reservation off; a warm ``nuejax borexino`` took 10.1, 10.8 s instead of 12.6, 13.2 s,
+#:   and toy fits ran at 9.23e4 /s against 9.29e4 /s with it (2026-11-29, JAX 0.11.2;
+#:   benchmarks/NOTES.md). Memory is then taken as the programs need it.
+GPU_ENVIRONMENT = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
 
 
-def _gpu_xla_flags() -> None:
+def _gpu_settings() -> None:
     """Add each of :data:`GPU_XLA_FLAGS` to ``XLA_FLAGS`` unless the user set that flag (either
-    value); before JAX starts its backends, which read the variable once. On the CPU they have no
-    effect."""
+    value), and each variable of :data:`GPU_ENVIRONMENT` that the user has not set; before JAX
+    starts its backends, which read them once. On the CPU they have no effect."""
     flags = os.environ.get("XLA_FLAGS", "")
     for flag in GPU_XLA_FLAGS:
         if flag.split("=")[0] not in flags:
             flags = (flags + " " + flag).strip()
     os.environ["XLA_FLAGS"] = flags
+    for name, value in GPU_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    _gpu_xla_flags()
+    _gpu_settings()
     enable_x64()
     from .cache import enable_compilation_cache
     from .errors import InputError
