@@ -126,12 +126,12 @@ def test_stages_run_beside_give_the_same_numbers_and_lines_in_order(monkeypatch)
         say(f"      {name} done")
         return r.fval, np.array([r.values[n] for n in r.names]), np.asarray(s.nll)
 
+    own = stage(lambda msg: None, "main")  # in turn first: the threads then find its programs compiled
     lines = []
     clock = StageClock(lines.append)
     clock("[1/3] first")
     branches = [clock.branch(), clock.branch()]
     futures = [beside(stage, branches[0], "2/3", min_spare=3), beside(stage, branches[1], "3/3", min_spare=3)]
-    own = stage(lambda msg: None, "main")
     for b, f in zip(branches, futures):
         got = f.result()
         assert got[0] == own[0]

@@ -93,7 +93,9 @@ def beside(fn, *args, min_spare: int = 1, **kwargs) -> Future | None:
     whose result (or error) the future's ``result()`` returns (raises). None, and the caller runs
     ``fn`` itself, where the process has fewer than ``min_spare`` cores to spare or
     :data:`ENV_AHEAD` is off. The caller's thread-local JAX settings are carried over, as for
-    :func:`ahead`; ``fn`` must not change process-wide state (warning filters among it).
+    :func:`ahead`; ``fn`` must not change process-wide state (warning filters among it:
+    ``warnings.catch_warnings`` is not thread-safe). A started ``fn`` cannot be stopped: where the
+    caller fails (or is interrupted) first, the process still waits for it before it exits.
 
     Raises:
         InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
