@@ -7,7 +7,6 @@ construction of μ_ν on the fast path of a three-signal, four-background Borexi
 
 tests/test_multidevice.py runs it on 1, 2 and 4 devices in subprocesses with a time limit.
 """
-import hashlib
 import json
 import sys
 import time
@@ -29,21 +28,19 @@ def main():
 
     enable_compilation_cache()
     from nuejax.inference import feldman_cousins
+    from nuejax.inference.runner import fingerprint
     from nuejax.model import borexino_like_model, fast_model
 
     t0 = time.perf_counter()
     m = borexino_like_model(n_T=100, signals=("pp", "7Be_862", "pep"), backgrounds=("210Bi", "85Kr", "11C", "ext_40K"))
     m = fast_model(m.with_parameters(m.parameters.release("mu_nu")))
     data = np.round(np.asarray(m.expected(m.parameters.values(mu_nu=1.0))))
-    h = hashlib.blake2b(digest_size=16)
-    for leaf in jax.tree_util.tree_leaves(m):
-        a = np.asarray(leaf)
-        h.update(a.dtype.str.encode() + repr(a.shape).encode() + a.tobytes())
+    digest = fingerprint(m)  # its arrays and tree structure
     t1 = time.perf_counter()
     r = feldman_cousins(m, data, "mu_nu", np.linspace(0.0, 3.0, 7), 64, key=0)
     out = {"devices": len(jax.devices()), "build_s": t1 - t0, "fc_s": time.perf_counter() - t1,
            "interval": [None if v is None else float(v) for v in r.interval], "t_crit": np.asarray(r.t_crit).tolist(),
-           "model_digest": h.hexdigest()}
+           "model_digest": digest}
     print(json.dumps(out), flush=True)
 
 

@@ -33,7 +33,7 @@ from ..cache import env_switch
 
 __all__ = ["ENV_AHEAD", "ahead", "beside", "spare_cores", "wait"]
 
-_POOL: ThreadPoolExecutor | None = None
+_POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
 
 
@@ -46,19 +46,26 @@ def spare_cores() -> int:
     return max(0, n - 1)
 
 
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
+def _pool(name: str, workers: int) -> ThreadPoolExecutor:
     with _LOCK:
-        if _POOL is None:
-            # one thread: a second warm-up waits for the first instead of taking the main work's core
-            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nuejax-ahead")
-        return _POOL
+        if name not in _POOLS:
+            _POOLS[name] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"nuejax-{name}")
+        return _POOLS[name]
+
+
+def _submit(pool: ThreadPoolExecutor, run, fn, args, kwargs) -> Future:
+    # the caller's thread's settings (a `with` block's), which a new thread would not see
+    return pool.submit(run, fn, args, kwargs, bool(jax.config.jax_enable_x64), jax.config.jax_default_device)
+
+
+def _run_with(fn, args, kwargs, x64, device):
+    with jax.enable_x64(x64), jax.default_device(device):
+        return fn(*args, **kwargs)
 
 
 def _quiet(fn, args, kwargs, x64, device):
     try:
-        with jax.enable_x64(x64), jax.default_device(device):
-            fn(*args, **kwargs)
+        _run_with(fn, args, kwargs, x64, device)
     except Exception:  # noqa: BLE001 - a warm-up only; the caller's own call raises
         pass
 
@@ -76,16 +83,8 @@ def ahead(fn, *args, **kwargs) -> Future | None:
         InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
     if not env_switch(ENV_AHEAD) or spare_cores() < 1:
         return None
-    # the caller's thread's settings (a `with` block's), which a new thread would not see
-    return _pool().submit(_quiet, fn, args, kwargs, bool(jax.config.jax_enable_x64), jax.config.jax_default_device)
-
-
-_BESIDE: ThreadPoolExecutor | None = None
-
-
-def _run_with(fn, args, kwargs, x64, device):
-    with jax.enable_x64(x64), jax.default_device(device):
-        return fn(*args, **kwargs)
+    # one thread: a second warm-up waits for the first instead of taking the main work's core
+    return _submit(_pool("ahead", 1), _quiet, fn, args, kwargs)
 
 
 def beside(fn, *args, min_spare: int = 1, **kwargs) -> Future | None:
@@ -99,13 +98,9 @@ def beside(fn, *args, min_spare: int = 1, **kwargs) -> Future | None:
 
     Raises:
         InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
-    global _BESIDE
     if not env_switch(ENV_AHEAD) or spare_cores() < min_spare:
         return None
-    with _LOCK:
-        if _BESIDE is None:
-            _BESIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="nuejax-beside")
-    return _BESIDE.submit(_run_with, fn, args, kwargs, bool(jax.config.jax_enable_x64), jax.config.jax_default_device)
+    return _submit(_pool("beside", 4), _run_with, fn, args, kwargs)
 
 
 def wait(future: Future | None) -> None:

@@ -57,7 +57,7 @@ def _sobol_points(d: int, power: int, seed: int) -> np.ndarray:
     def build():
         from scipy.stats import qmc
 
-        return np.asarray(qmc.Sobol(d=int(d), scramble=True, seed=int(seed)).random_base2(int(power)))
+        return np.asarray(qmc.Sobol(d=d, scramble=True, seed=seed).random_base2(power))
 
-    args = {"d": int(d), "power": int(power), "seed": int(seed), "scipy": scipy.__version__}
+    args = {"d": d, "power": power, "seed": seed, "scipy": scipy.__version__}
     return np.array(cached("design", "sobol", args, build))
