@@ -103,3 +103,97 @@ def test_calls_that_are_not_kept_go_to_the_jitted_function(monkeypatch, tmp_path
     n = len(calls)
     np.testing.assert_array_equal(f(x + 1), 2 * (x + 1))
     assert len(calls) == n and len(list(tmp_path.glob("program-test_double-*.npz"))) == 1
+
+
+TOY_SCRIPT = textwrap.dedent('''
+    import json, sys
+    import jax, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    sys.path.insert(0, sys.argv[1])  # tests/: limits_models
+    from limits_models import CountingModel
+    from nuejax.inference import feldman_cousins, toys
+
+    traced = []
+    row = toys._row
+
+    def counted(*a, **k):  # runs only while a toy kernel is traced
+        traced.append(1)
+        return row(*a, **k)
+
+    toys._row = counted
+    model = CountingModel.create([5.0, 10.0, 3.0], [1.0, 2.0, 0.5], sigma_b=0.1)
+    res = feldman_cousins(model, np.array([7.0, 13.0, 3.0]), "mu", [0.5, 2.0, 4.0], 32, key=3, starts=2)
+    print(json.dumps({"traced": len(traced), "t_crit": res.t_crit.tolist(), "t_obs": res.t_obs.tolist(),
+                      "interval": list(res.interval)}))
+''')
+
+
+def _toys_run(tmp_path, **env):
+    e = dict(os.environ, NUEJAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", **env)
+    e.pop("NUEJAX_CACHE", None)
+    r = subprocess.run([sys.executable, "-c", TOY_SCRIPT, str(ROOT / "tests")], env=e, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_the_toy_fit_kernels_are_kept_across_processes(tmp_path):
+    """A construction's toy-fit kernels (nuejax.inference.toys.compiled_toy_fits): a second process
+    loads them instead of tracing them, with the same numbers bit for bit; with the switch off
+    they are traced, with the same numbers too."""
+    first = _toys_run(tmp_path)
+    assert first["traced"] > 0 and list((tmp_path / "cache").glob("program-toyfits_*.npz"))
+    second = _toys_run(tmp_path)
+    assert second["traced"] == 0, second
+    off = _toys_run(tmp_path, NUEJAX_EXPORTED="0")
+    assert off["traced"] > 0
+    for run in (second, off):
+        assert run["t_crit"] == first["t_crit"] and run["t_obs"] == first["t_obs"]
+        assert run["interval"] == first["interval"]
+
+
+SHARDED_SCRIPT = textwrap.dedent('''
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    jax.config.update("jax_enable_x64", True)
+    from nuejax._internal.exported import persistent
+
+    traced = []
+    mesh = Mesh(np.array(jax.devices()), ("rows",))
+
+    def rows(a, x):
+        traced.append(1)
+        return jnp.sum(x * a, axis=-1), 2 * x
+
+    shard_map = getattr(jax, "shard_map", None) or __import__("jax.experimental.shard_map").experimental.shard_map.shard_map
+    f = persistent(jax.jit(shard_map(rows, mesh=mesh, in_specs=(P(), P("rows")), out_specs=P("rows"))), "test_rows")
+    x = jax.device_put(np.arange(24.0).reshape(8, 3), NamedSharding(mesh, P("rows")))
+    s, y = f(jnp.arange(3.0), x)
+    # on one device: the program splits the rows over its mesh itself, which a program exported
+    # for two devices cannot be called for (jax.export): the jitted function runs it
+    one = f(jnp.arange(3.0), np.ones((2, 3)))
+    print(json.dumps({"traced": len(traced), "s": np.asarray(s).tolist(), "devices": len(s.sharding.device_set),
+                      "y": np.asarray(y).sum().item(), "one": np.asarray(one[0]).tolist()}))
+''')
+
+
+def test_a_program_over_several_devices_is_kept_for_its_mesh(tmp_path):
+    """Rows split over two (virtual CPU) devices: the program is exported for the mesh, a second
+    process loads it, and its rows stay split; a call with the arguments on one device goes to the
+    jitted function."""
+    env = dict(os.environ, NUEJAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2".strip())
+    env.pop("NUEJAX_CACHE", None)
+    runs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["traced"] >= 2 and second["traced"] == 1, runs  # second: the one-device call alone
+    assert len(list((tmp_path / "cache").glob("program-test_rows-*.npz"))) == 2
+    want = (np.arange(24.0).reshape(8, 3) @ np.arange(3.0)).tolist()
+    for run in runs:
+        assert run["s"] == want and run["devices"] == 2 and run["y"] == 2 * np.arange(24.0).sum()
+        assert run["one"] == [3.0, 3.0]

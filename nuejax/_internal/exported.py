@@ -4,9 +4,9 @@ on-disk cache (:mod:`jax.export`), so that a later process skips tracing and low
 A warm ``nuejax borexino`` on 2 CPU cores spent 5.3 s of 34 s tracing, lowering and loading its
 six solver programs, every run, although JAX's persistent compilation cache already held their
 compiled code: that cache starts from the lowered program (benchmarks/NOTES.md).
-:func:`persistent` wraps a jitted function. Called outside any trace, with concrete arrays, on a
-process with one device, it looks the call's signature up in the process, then in the on-disk
-cache (:func:`nuejax.cache.cached`, kind ``program``), and only on a miss traces the function
+:func:`persistent` wraps a jitted function. Called outside any trace, with concrete arrays, it
+looks the call's signature up in the process, then in the on-disk cache
+(:func:`nuejax.cache.cached`, kind ``program``), and only on a miss traces the function
 (``jax.export.export``), stores the serialized program and calls it. The compiled code still
 comes from JAX's compilation cache (:func:`nuejax.cache.enable_compilation_cache`).
 
@@ -14,10 +14,13 @@ The key of an entry is the cache's (:func:`nuejax.cache.argument_key`: the packa
 data, the versions of JAX and the machine, ``jax_enable_x64`` and the default matmul precision)
 with the function's tag and :func:`nuejax.cache.treedef_digest` of the arguments: their treedef
 node by node, its static fields by value (a pickle of it differed between a first and a later
-process holding equal fields), and every leaf's shape, dtype and weak type. Where that cannot be
-keyed (a static field of a type the cache cannot encode), or the program cannot be exported or
-stored, or the process has several devices (rows sharded over them), the call goes to the jitted
-function itself: the result is the same program's (tests/test_exported.py).
+process holding equal fields), and every leaf's shape, dtype and weak type. Arguments split over
+several devices (rows of a Neyman construction over the GPUs of a host) must be placed by a
+``NamedSharding``; the program is then exported for that mesh (``jax.export`` records the number
+of devices), and the mesh's axes, shape and each argument's partition join the key. Where a call
+cannot be keyed (a static field of a type the cache cannot encode, another multi-device
+placement), or the program cannot be exported or stored, the call goes to the jitted function
+itself: the result is the same program's (tests/test_exported.py).
 
 On with the on-disk cache (``NUEJAX_CACHE``); ``NUEJAX_EXPORTED=0`` turns this part off alone.
 """
@@ -43,9 +46,28 @@ def _is_concrete(leaf) -> bool:
     return isinstance(leaf, (np.ndarray, np.generic, jax.Array)) and not isinstance(leaf, jax.core.Tracer)
 
 
+def _placement(leaf):
+    """The mesh placement of a leaf split over several devices (its ``NamedSharding``), None for
+    a leaf on one device; raises TypeError for another multi-device placement (not kept)."""
+    sharding = getattr(leaf, "sharding", None)
+    if sharding is None or len(sharding.device_set) <= 1:
+        return None
+    if not isinstance(sharding, jax.sharding.NamedSharding):
+        raise TypeError(f"a {type(sharding).__name__} over several devices")
+    return sharding
+
+
 def _spec(leaf):
     weak = bool(getattr(leaf, "weak_type", False))
-    return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, weak_type=weak)
+    return jax.ShapeDtypeStruct(np.shape(leaf), leaf.dtype, weak_type=weak, sharding=_placement(leaf))
+
+
+def _describe(spec) -> str:
+    """A spec's placement by value: one device, or the mesh's axes, shape and partition."""
+    s = spec.sharding
+    if s is None:
+        return "one"
+    return f"{tuple(s.mesh.axis_names)}|{tuple(s.mesh.devices.shape)}|{s.spec}|{s.mesh.devices.flat[0].platform}"
 
 
 def _load_or_export(jitted, tag: str, treedef, specs):
@@ -55,6 +77,10 @@ def _load_or_export(jitted, tag: str, treedef, specs):
     sig = treedef_digest(treedef, specs)
     if sig is None:
         return None
+    arguments = {"signature": sig}
+    placed = tuple(_describe(s) for s in specs)
+    if any(p != "one" for p in placed):  # a program split over a mesh: its layout is part of the key
+        arguments["placement"] = placed
     made = {}
 
     def build():
@@ -68,7 +94,7 @@ def _load_or_export(jitted, tag: str, treedef, specs):
                 "out_tree": np.frombuffer(pickle.dumps(made["tree"], protocol=4), dtype=np.uint8)}
 
     try:
-        entry = cached("program", tag, {"signature": sig}, build)
+        entry = cached("program", tag, arguments, build)
         exp = made.get("exp") or jax.export.deserialize(bytearray(np.asarray(entry["program"]).tobytes()))
         out_tree = pickle.loads(np.asarray(entry["out_tree"]).tobytes())
     except Exception as err:  # not exportable here (e.g. no flatbuffers): the jitted function
@@ -77,6 +103,10 @@ def _load_or_export(jitted, tag: str, treedef, specs):
         warn_once(("program", tag, type(err).__name__),
                    f"nuejax cache: program {tag!r} not kept across processes ({type(err).__name__}: {err}); "
                    "it is traced in every process")
+        return None
+    # a program that splits its work over a mesh of its own runs only where its arguments are on
+    # as many devices (jax.export refuses the call otherwise): else the jitted function
+    if exp.nr_devices != max((len(sp.sharding.device_set) for sp in specs if sp.sharding is not None), default=1):
         return None
     call = jax.jit(exp.call)
 
@@ -93,14 +123,13 @@ def persistent(jitted, tag: str):
 
     def call(*args):
         leaves, treedef = jax.tree_util.tree_flatten(args)
-        # several devices: rows may be sharded, which a program exported for one device does not
-        # take; inside a trace: the caller's program holds this one
-        if jax.device_count() > 1 or not all(_is_concrete(v) for v in leaves) or not exported_enabled():
+        # inside a trace: the caller's program holds this one
+        if not all(_is_concrete(v) for v in leaves) or not exported_enabled():
             return jitted(*args)
-        sig = (treedef, tuple(_spec(v) for v in leaves))
         try:
+            sig = (treedef, tuple(_spec(v) for v in leaves))
             known = sig in memo
-        except TypeError:  # an unhashable static field
+        except TypeError:  # an unhashable static field, or a placement that is not a mesh's
             return jitted(*args)
         if not known:
             memo[sig] = _load_or_export(jitted, tag, treedef, sig[1])

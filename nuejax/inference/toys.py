@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.exported import persistent
 from .fitting import costly_objective, hessian_route, objective, over_rows, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, Pins, flatten_aux, pin_penalty
@@ -183,15 +184,18 @@ def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple
     "Known issue"), and the toy is cheap to draw twice from its key. ``asimov``: fit the Asimov
     data set at each row's generating point instead of a toy (the toys' start designs,
     :func:`toy_starts`). ``mesh``: rows split over its devices, each device running its own rows
-    (:func:`_shard_rows`)."""
+    (:func:`_shard_rows`). The kernels are kept across processes
+    (:func:`~nuejax._internal.exported.persistent`; on a mesh of GPUs, for that mesh)."""
     opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
     row = over_rows(functools.partial(_row, **opts), (None, 0, 0, 0, 0, 0, None),
                     functools.partial(_costly_row, resample=resample, parts=parts, asimov=asimov))
+    # kept across processes (nuejax._internal.exported): a warm process skips tracing the kernels
+    tag = f"toyfits-{max_iter}-{edm_tol:g}-{parts}-{''.join('01'[r] for r in resample)}-{int(asimov)}"
     if mesh is None:
-        return jax.jit(row)
+        return persistent(jax.jit(row), tag)
     if mesh.devices.flat[0].platform == "cpu":
-        return _one_device_at_a_time(jax.jit(row), mesh)
-    return jax.jit(_shard_rows(row, mesh, 5))
+        return _one_device_at_a_time(persistent(jax.jit(row), tag), mesh)
+    return persistent(jax.jit(_shard_rows(row, mesh, 5)), tag)
 
 
 def _one_device_at_a_time(kernel, mesh):
@@ -372,7 +376,7 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
     wide = np.concatenate([np.broadcast_to(np.asarray(unique)[:, None, :k], full.shape[:2] + (k,)), full], axis=-1)
     fun, x, conv = _in_passes(kern, shell, rows, jnp.asarray(wide), key)
     x = x[..., k:]
-    hess = np.asarray(_asimov_hessians(shell, u, jnp.asarray(x), int(k)))
+    hess = np.asarray(_asimov_hessians(int(k))(shell, u, jnp.asarray(x)))
     names = shell.names[k:]
     out = []
     for i, rows_i in enumerate(base):
@@ -388,10 +392,15 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
     return out
 
 
-@functools.partial(jax.jit, static_argnames="k")
-def _asimov_hessians(shell, gen_x, x, k):
-    """The Hessians of −2 ln L of the Asimov data set at each generating point (U, d) at the end
-    points ``x`` (U, S, d − k), the first ``k`` parameters fixed at the generating point's."""
+@functools.lru_cache(maxsize=None)
+def _asimov_hessians(k: int):
+    """``hessians(shell, gen_x, x)``: the Hessians of −2 ln L of the Asimov data set at each
+    generating point (U, d) at the end points ``x`` (U, S, d − k), the first ``k`` parameters fixed
+    at the generating point's; kept across processes (:mod:`nuejax._internal.exported`)."""
+    return persistent(jax.jit(functools.partial(_asimov_hessians_of, k=k)), f"asimov-hessians-{k}")
+
+
+def _asimov_hessians_of(shell, gen_x, x, k):
     def one(g, xs):
         counts, aux = _asimov_data(shell, g)
         pr = dataclasses.replace(shell, data=counts, aux_flat=aux, names=shell.names[k:],
