@@ -427,3 +427,43 @@ def test_linear_resolution_form():
     t = ResponseTransform.create(np.linspace(0, 10, 101), np.linspace(2, 8, 7), resolution_form="linear", res_a="a")
     m = np.asarray(t.matrix({"a": jnp.asarray(0.31)}))
     assert m.shape == (100, 6) and np.all(m >= 0) and np.max(m.sum(axis=1)) <= 1 + 1e-12
+
+
+def test_fixed_edges_move_counts_by_the_widths_alone():
+    """A transform that floats only resolution terms keeps its edges fixed and moves counts with
+    ``migrate_width``: value, gradient and Hessian in (counts, terms) equal ``migrate``'s and plain
+    autodiff through the matrix; a transform with an edge term floated uses ``migrate``."""
+    from nuejax.detector.transforms import migrate
+
+    T = ResponseTransform.create(IN_EDGES, OUT_EDGES, e_ref=E_REF, res_a="ra", res_b="rb", res_c="rc")
+    assert T.fixed_edges and not _full().fixed_edges
+    keys = ("ra", "rb", "rc")
+    tpl, data = jnp.asarray(TEMPLATES), jnp.asarray(DATA)
+    w0 = jnp.asarray(np.concatenate([W0[:N_T], [P0[k] for k in keys]]))
+
+    def loss(route):
+        def f(w):
+            p = dict(zip(keys, w[N_T:]))
+            x = w[:N_T] @ tpl
+            if route == "stage":
+                y = T(p, x)
+            else:
+                u, sigma = T.mapped_edges_and_sigma(p)
+                y = migrate(x, u[:-1], u[1:], sigma, T.out_edges) if route == "migrate" else x @ T.reference_matrix(p)
+            mu = EXPOSURE * y
+            return 2.0 * jnp.sum(mu - data * jnp.log(mu))
+        return jax.jit(lambda w: (f(w), jax.grad(f)(w), jax.hessian(f)(w)))
+
+    got = [np.asarray(a) for a in loss("stage")(w0)]
+    assert np.all(np.abs(got[2][N_T:, N_T:]) > 0)  # the widths' own curvature is there
+    for route in ("migrate", "reference"):
+        ref = [np.asarray(a) for a in loss(route)(w0)]
+        assert float(got[0]) == pytest.approx(float(ref[0]), rel=1e-12)
+        np.testing.assert_allclose(got[1], ref[1], rtol=1e-9, atol=1e-10 * np.abs(ref[1]).max())
+        np.testing.assert_allclose(got[2], ref[2], rtol=1e-9, atol=1e-9 * np.abs(ref[2]).max())
+    # batched forward-mode directions (the Poisson route's Jacobian) on a batch of counts
+    xs = jnp.asarray(np.stack([W0[:N_T] @ TEMPLATES, 2.0 * W0[:N_T] @ TEMPLATES]))
+    p0 = jnp.asarray([P0[k] for k in keys])
+    J = jax.jacfwd(lambda v: T(dict(zip(keys, v)), xs))(p0)
+    Jr = jax.jacfwd(lambda v: xs @ T.reference_matrix(dict(zip(keys, v))))(p0)
+    np.testing.assert_allclose(np.asarray(J), np.asarray(Jr), rtol=1e-9, atol=1e-10 * float(jnp.abs(Jr).max()))

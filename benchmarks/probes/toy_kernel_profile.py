@@ -3,6 +3,7 @@ the first pass (the default model's fast path, μ_ν released, 14 fitted paramet
 ``toy_throughput.py``) under ``jax.profiler.trace``, its device events summed by name.
 
     python benchmarks/probes/toy_kernel_profile.py [--rows 65536] [--top 30] [--json FILE]
+                                                   [--model default|xenonnt] [--response auto|general]
 
 Prints the launch's wall time, the summed device time, and the ``--top`` kernels (total time,
 calls, share); with ``--json`` writes them.
@@ -53,6 +54,10 @@ def main():
     ap.add_argument("--rows", type=int, default=65536)
     ap.add_argument("--n-T", type=int, default=300)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--model", choices=("default", "xenonnt"), default="default",
+                    help="the default model's fast path, or the XENONnT SR0 model's (nuejax xenonnt's μ_ν toys)")
+    ap.add_argument("--response", choices=("auto", "general"), default="auto",
+                    help="general: a response with fixed edges moves counts by migrate too (the A/B of migrate_width)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     nuejax.enable_x64()
@@ -60,9 +65,19 @@ def main():
     from nuejax.inference.toys import draw_parts, pass_kernels
     from nuejax.model import borexino_like_model, fast_model
 
-    base = fast_model(borexino_like_model(n_T=a.n_T))
-    m = base.with_parameters(base.parameters.release("mu_nu"))
-    data = np.asarray(m.expected(m.defaults()))
+    if a.response == "general":
+        from nuejax.detector.transforms import ResponseTransform
+
+        ResponseTransform.fixed_edges = property(lambda self: False)
+    if a.model == "xenonnt":
+        from nuejax.analyses.xenonnt import xenonnt_sr0_model
+
+        sr0, data = xenonnt_sr0_model()
+        m = fast_model(sr0).release("mu_nu")
+    else:
+        base = fast_model(borexino_like_model(n_T=a.n_T))
+        m = base.with_parameters(base.parameters.release("mu_nu"))
+        data = np.asarray(m.expected(m.defaults()))
     pr = construction(m, data, "mu_nu", None, None, starts=1)
     st = observed_fits(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
     parts = draw_parts(pr.full, st["gen_x"])
