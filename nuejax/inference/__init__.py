@@ -8,7 +8,7 @@ from .cls import cls_upper_limit
 from .cost import NLLCost
 from .coverage import coverage
 from .feldman_cousins import feldman_cousins
-from .fitting import batch_fit, newton_fit
+from .fitting import FlatParameterWarning, batch_fit, newton_fit
 from .gof import goodness_of_fit, saturated_deviance
 from .impacts import impacts
 from .intervals import Interval, interval_from_profile, one_sided_threshold, two_sided_threshold
@@ -25,6 +25,7 @@ from .starts import DEFAULT_STARTS, SecondMinimumWarning, start_design
 from .stored_runs import load_run
 
 __all__ = ["DEFAULT_STARTS", "BatchFitResult", "CLsResult", "CoverageResult", "FeldmanCousinsResult", "FitProblem", "FitResult",
+           "FlatParameterWarning",
            "GoodnessOfFit", "ImpactsResult", "Interval", "NLLCost", "NewtonResult", "Scan2DResult", "ScanResult", "batch_fit",
            "cls_upper_limit", "coverage", "feldman_cousins", "fit", "goodness_of_fit", "impacts", "interval_from_profile", "kkt",
            "load_result", "load_run", "merge_runs", "minimize_bounded", "newton_fit", "newton_minimize",

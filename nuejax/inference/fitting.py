@@ -29,8 +29,8 @@ from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
 
-__all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
-           "end_point_report", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
+__all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_RELATIVE", "FlatParameterWarning", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
+           "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
            "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "solve_batch", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
@@ -480,6 +480,36 @@ def _host_device():
         return jax.devices("cpu")[0]
     except RuntimeError:  # no CPU backend: the default device
         return None
+
+
+#: A fitted parameter is *flat* where no entry of its Hessian row exceeds this fraction of the
+#: largest diagonal entry: −2 ln L does not depend on it there to any precision a double holds.
+FLAT_RELATIVE = 1e-20
+
+
+class FlatParameterWarning(UserWarning):
+    """A fitted parameter does not change −2 ln L (its Hessian row vanishes): its best value is
+    not determined, and no point is a strict minimum (:func:`flat_parameters`)."""
+
+
+def flat_parameters(names, H) -> list:
+    """The ``names`` whose row of the Hessian ``H`` is zero next to its largest diagonal entry
+    (:data:`FLAT_RELATIVE`): a rate whose template has no counts in the fitted bins, a resolution
+    term at zero width (docs/inference.md). Empty where H has no positive finite diagonal."""
+    H = np.abs(np.asarray(H, dtype=float))
+    d = np.diag(H) if H.ndim == 2 else np.zeros(0)
+    scale = float(np.max(d)) if d.size and np.all(np.isfinite(H)) else 0.0
+    if not scale > 0:
+        return []
+    return [n for n, row in zip(names, H) if float(np.max(row)) <= FLAT_RELATIVE * scale]
+
+
+def flat_message(names, where: str) -> str:
+    """What :class:`FlatParameterWarning` and an invalid fit's reason say about flat ``names``."""
+    listed = ", ".join(names)
+    return (f"-2 ln L does not depend on {listed} {where} (zero Hessian row{'s' if len(names) > 1 else ''}): "
+            f"its best value is not determined; fix it (model.fix({names[0]!r})) or give it an effect "
+            "(a template with counts in the fitted bins, a resolution away from zero width)")
 
 
 def end_point_report(s: FitProblem, x, edm_tol: float, vgh=None) -> tuple:

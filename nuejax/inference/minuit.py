@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .cost import NLLCost
-from .fitting import EDM_TOL, bound_flags, compiled_solver, end_point_report, make_fit_result, multistart
+from .fitting import (EDM_TOL, FlatParameterWarning, bound_flags, compiled_solver, end_point_report, flat_message,
+                      flat_parameters, make_fit_result, multistart)
 from .problem import FitProblem
 from .starts import DEFAULT_STARTS, start_design, warn_second_minimum
 from .newton import STATUS
@@ -132,6 +133,12 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, start
             reason = "; ".join(why)
             ok = False
     valid = bool(ok)
+    # why no strict minimum was found, where a parameter does not act at all (a zero row at one
+    # point alone does not say so: Asimov data at mu_nu = 0 give one, -2 ln L rising as mu_nu^4)
+    flat = flat_parameters(s.names, H) if not valid else []
+    if flat:
+        reason = (reason + "; " if reason else "") + flat_message(flat, "at the end point")
+        warnings.warn(flat_message(flat, "at the end point of an invalid fit"), FlatParameterWarning, stacklevel=2)
     merr = None
     if minos:
         which = cost.names if minos is True else tuple(minos)
