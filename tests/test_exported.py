@@ -110,20 +110,24 @@ TOY_SCRIPT = textwrap.dedent('''
     import jax, numpy as np
     jax.config.update("jax_enable_x64", True)
     sys.path.insert(0, sys.argv[1])  # tests/: limits_models
-    from limits_models import CountingModel
+    from limits_models import MirrorModel
     from nuejax.inference import feldman_cousins, toys
 
     traced = []
-    row = toys._row
 
-    def counted(*a, **k):  # runs only while a toy kernel is traced
-        traced.append(1)
-        return row(*a, **k)
+    def counted(f):  # runs only while a program that calls f is traced
+        def g(*a, **k):
+            traced.append(f.__name__)
+            return f(*a, **k)
+        return g
 
-    toys._row = counted
-    model = CountingModel.create([5.0, 10.0, 3.0], [1.0, 2.0, 0.5], sigma_b=0.1)
-    res = feldman_cousins(model, np.array([7.0, 13.0, 3.0]), "mu", [0.5, 2.0, 4.0], 32, key=3, starts=2)
-    print(json.dumps({"traced": len(traced), "t_crit": res.t_crit.tolist(), "t_obs": res.t_obs.tolist(),
+    toys._row = counted(toys._row)  # the toy-fit kernels
+    toys._asimov_hessians_of = counted(toys._asimov_hessians_of)  # the start designs' Hessians
+    # a nuisance with a mirror branch: the toys' start designs hold the Asimov fits' minima too
+    model = MirrorModel.create()
+    data = np.asarray(model.expected({"mu": 1.0, "a": 0.3}))
+    res = feldman_cousins(model, np.round(data), "mu", [0.5, 1.0, 2.0], 32, key=3)
+    print(json.dumps({"traced": traced, "t_crit": res.t_crit.tolist(), "t_obs": res.t_obs.tolist(),
                       "interval": list(res.interval)}))
 ''')
 
@@ -138,15 +142,17 @@ def _toys_run(tmp_path, **env):
 
 
 def test_the_toy_fit_kernels_are_kept_across_processes(tmp_path):
-    """A construction's toy-fit kernels (nuejax.inference.toys.compiled_toy_fits): a second process
-    loads them instead of tracing them, with the same numbers bit for bit; with the switch off
+    """A construction's toy-fit kernels (nuejax.inference.toys.compiled_toy_fits) and the Asimov
+    Hessians of its start designs: a second process loads them instead of tracing them, with the same numbers bit for bit; with the switch off
     they are traced, with the same numbers too."""
     first = _toys_run(tmp_path)
-    assert first["traced"] > 0 and list((tmp_path / "cache").glob("program-toyfits_*.npz"))
+    for tag in ("toyfits", "asimov_hessians"):
+        assert list((tmp_path / "cache").glob(f"program-{tag}_*.npz")), tag
+    assert set(first["traced"]) == {"_row", "_asimov_hessians_of"}, first["traced"]
     second = _toys_run(tmp_path)
-    assert second["traced"] == 0, second
+    assert second["traced"] == [], second
     off = _toys_run(tmp_path, NUEJAX_EXPORTED="0")
-    assert off["traced"] > 0
+    assert set(off["traced"]) == {"_row", "_asimov_hessians_of"}
     for run in (second, off):
         assert run["t_crit"] == first["t_crit"] and run["t_obs"] == first["t_obs"]
         assert run["interval"] == first["interval"]

@@ -1,6 +1,6 @@
-"""A fitted parameter on which -2 ln L does not depend: the invalid fit's reason names it and
-says what to do, and fit warns; a well-posed fit, and one ending at a bound with a vanishing
-curvature (Asimov data at a mu^2 signal's zero), report nothing."""
+"""A fitted parameter on which -2 ln L is flat: the invalid fit's reason names it and says what
+to do, and fit warns; a well-posed fit, and one ending at a bound with a vanishing curvature
+(Asimov data at a mu^2 signal's zero), report nothing; the test is independent of units."""
 import dataclasses
 
 import jax
@@ -32,19 +32,29 @@ B, S = np.array([5.0, 10.0, 3.0]), np.array([1.0, 2.0, 0.5])
 PARAMS = ParameterSet((Parameter("mu", 1.0, 0.0, 50.0), Parameter("x", 1.0, 0.0, 10.0)))
 
 
-def test_flat_parameters_reads_the_hessian_rows():
-    H = np.array([[4.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 0.0, 2.0]])
-    assert flat_parameters(("a", "b", "c"), H) == ["b"]
-    H[1, 1] = 1e-18  # small, not zero: a parameter that acts
-    assert flat_parameters(("a", "b", "c"), H) == []
-    assert flat_parameters(("a",), np.zeros((1, 1))) == []  # nothing to compare with
+def test_flat_parameters_is_unit_free():
+    """Flat: gradient x range and curvature x range^2 below FLAT_CHI2. A magnetic moment in units
+    of mu_B (curvature 1e24, range 1e-10) beside a rate is not flat; a zero row is."""
+    g = np.zeros(3)
+    lo, hi = np.array([0.0, 0.0, 0.0]), np.array([1e-10, 10.0, 10.0])
+    H = np.diag([1e24, 2.0, 0.0])
+    assert flat_parameters(("mu", "rate", "x"), g, H, lo, hi) == ["x"]
+    H[2, 2] = 1e-13  # -2 ln L moves by 1e-11 over x's range: flat
+    assert flat_parameters(("mu", "rate", "x"), g, H, lo, hi) == ["x"]
+    H[2, 2] = 1e-9  # by 1e-7: not flat
+    assert flat_parameters(("mu", "rate", "x"), g, H, lo, hi) == []
+    g[2] = 1e-3  # a slope is an effect
+    assert flat_parameters(("mu", "rate", "x"), g, np.diag([1e24, 2.0, 0.0]), lo, hi) == []
+    # unbounded: flat only where both are exactly zero
+    assert flat_parameters(("a",), [0.0], [[1e-30]], [-np.inf], [np.inf]) == []
+    assert flat_parameters(("a",), [0.0], [[0.0]], [-np.inf], [np.inf]) == ["a"]
 
 
 def test_a_parameter_without_effect_is_named():
     model = TwoRates(jnp.asarray(B), jnp.asarray(S), jnp.zeros(3), PARAMS)  # x multiplies nothing
-    with pytest.warns(FlatParameterWarning, match=r"does not depend on x .*model\.fix\('x'\)"):
+    with pytest.warns(FlatParameterWarning, match=r"flat in x .*model = model\.fix\('x'\)"):
         res = fit(model, np.array([7.0, 13.0, 3.0]))
-    assert not res.valid and "does not depend on x" in res.reason
+    assert not res.valid and "flat in x" in res.reason
     # mu itself is still fitted: the root of the score sum_j s_j (n_j / (b_j + mu s_j) - 1)
     from scipy.optimize import brentq
 
@@ -59,5 +69,5 @@ def test_well_posed_fits_report_nothing(power, recwarn):
     data = np.asarray(model.expected({"mu": 0.0, "x": 1.0}))  # Asimov at mu = 0: mu^2 gives a zero row there
     res = fit(model, data)
     assert res.valid, res.reason
-    assert "does not depend" not in res.reason
+    assert "flat in" not in res.reason
     assert not [w for w in recwarn if issubclass(w.category, FlatParameterWarning)]

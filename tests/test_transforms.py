@@ -433,7 +433,7 @@ def test_fixed_edges_move_counts_by_the_widths_alone():
     """A transform that floats only resolution terms keeps its edges fixed and moves counts with
     ``migrate_width``: value, gradient and Hessian in (counts, terms) equal ``migrate``'s and plain
     autodiff through the matrix; a transform with an edge term floated uses ``migrate``."""
-    from nuejax.detector.transforms import migrate
+    from nuejax.detector.transforms import migrate, migrate_width
 
     T = ResponseTransform.create(IN_EDGES, OUT_EDGES, e_ref=E_REF, res_a="ra", res_b="rb", res_c="rc")
     assert T.fixed_edges and not _full().fixed_edges
@@ -467,3 +467,17 @@ def test_fixed_edges_move_counts_by_the_widths_alone():
     J = jax.jacfwd(lambda v: T(dict(zip(keys, v)), xs))(p0)
     Jr = jax.jacfwd(lambda v: xs @ T.reference_matrix(dict(zip(keys, v))))(p0)
     np.testing.assert_allclose(np.asarray(J), np.asarray(Jr), rtol=1e-9, atol=1e-10 * float(jnp.abs(Jr).max()))
+    # migrate_width called where the edges do move (a scale floated): the general rule takes over
+    F = _full()
+    x = jnp.asarray(W0[:N_T] @ TEMPLATES)
+
+    def moved(route):
+        def f(v):
+            u, sigma = F.mapped_edges_and_sigma(dict(zip(KEYS, v)))
+            return route(x, u[:-1], u[1:], sigma, F.out_edges)
+        return jax.jit(jax.jacfwd(f))(jnp.asarray(V0)), jax.jit(jax.hessian(lambda v: jnp.sum(f(v) ** 2)))(jnp.asarray(V0))
+
+    (Jw, Hw), (Jm, Hm) = moved(migrate_width), moved(migrate)
+    assert float(jnp.abs(Jm[:, KEYS.index("s")]).max()) > 1e-3  # the scale moves the counts
+    np.testing.assert_allclose(np.asarray(Jw), np.asarray(Jm), rtol=1e-12, atol=1e-12 * float(jnp.abs(Jm).max()))
+    np.testing.assert_allclose(np.asarray(Hw), np.asarray(Hm), rtol=1e-9, atol=1e-9 * float(jnp.abs(Hm).max()))

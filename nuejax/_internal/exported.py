@@ -12,7 +12,8 @@ comes from JAX's compilation cache (:func:`nuejax.cache.enable_compilation_cache
 
 The key of an entry is the cache's (:func:`nuejax.cache.argument_key`: the package's source and
 data, the versions of JAX and the machine, ``jax_enable_x64`` and the default matmul precision)
-with the function's tag and :func:`nuejax.cache.treedef_digest` of the arguments: their treedef
+with the function's tag (its options: the whole tag, while the file name keeps its first 60
+characters) and :func:`nuejax.cache.treedef_digest` of the arguments: their treedef
 node by node, its static fields by value (a pickle of it differed between a first and a later
 process holding equal fields), and every leaf's shape, dtype and weak type. Arguments split over
 several devices (rows of a Neyman construction over the GPUs of a host) must be placed by a
@@ -67,7 +68,9 @@ def _describe(spec) -> str:
     s = spec.sharding
     if s is None:
         return "one"
-    return f"{tuple(s.mesh.axis_names)}|{tuple(s.mesh.devices.shape)}|{s.spec}|{s.mesh.devices.flat[0].platform}"
+    mesh = s.mesh
+    return (f"{tuple(mesh.axis_names)}|{tuple(mesh.devices.shape)}|{getattr(mesh, 'axis_types', None)}|{s.spec}|"
+            f"{s.memory_kind}|{mesh.devices.flat[0].platform}")
 
 
 def _load_or_export(jitted, tag: str, treedef, specs):
@@ -77,7 +80,7 @@ def _load_or_export(jitted, tag: str, treedef, specs):
     sig = treedef_digest(treedef, specs)
     if sig is None:
         return None
-    arguments = {"signature": sig}
+    arguments = {"signature": sig, "tag": tag}  # the file name holds the tag only in part (60 characters)
     placed = tuple(_describe(s) for s in specs)
     if any(p != "one" for p in placed):  # a program split over a mesh: its layout is part of the key
         arguments["placement"] = placed

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from .._internal.pytree import static_field
 from ..errors import InputError
@@ -292,7 +293,8 @@ def _width_matrix_and_grad_jvp(primals, tangents):
 def migrate_width(x, u0, u1, sigma, out_edges):
     r""":func:`migrate` where only the widths vary: the mapped edges ``u0``, ``u1`` are constants
     (no scale, offset or non-linearity floated), so the derivatives are taken with respect to
-    ``x`` and ``sigma`` alone, and their tangents are not read. The matrix's derivatives are then
+    ``x`` and ``sigma`` alone (where the edges carry a tangent after all, the rule of
+    :func:`migrate` takes over). The matrix's derivatives are then
     :math:`G_\sigma` and :math:`H_{\sigma\sigma}` (2 arrays of (n_in, n_out)) instead of the 3 + 9 of
     (u0, u1, σ), and the tangent is two contractions instead of a batched product over the
     three variables. On the XENONnT SR0 model's μ_ν toy fits (resolution a, b floated; 462 x 74
@@ -302,11 +304,24 @@ def migrate_width(x, u0, u1, sigma, out_edges):
     return x @ _width_terms(u0, u1, sigma, out_edges, 0)[0]
 
 
-@migrate_width.defjvp
 def _migrate_width_jvp(primals, tangents):
     x, u0, u1, sigma, out_edges = primals
+    tx, tu0, tu1, ts, _ = tangents
+    zero = [isinstance(t, SymbolicZero) for t in (tx, tu0, tu1, ts)]
+    if not (zero[1] and zero[2]):  # the edges move after all (a caller's transform): the general rule
+        return _migrate_jvp(primals, tuple(jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t
+                                           for t in tangents))
     M, G = _width_matrix_and_grad(u0, u1, sigma, out_edges)
-    return x @ M, tangents[0] @ M + (x * tangents[3]) @ G
+    y = x @ M
+    dy = jnp.zeros_like(y)
+    if not zero[0]:
+        dy = dy + tx @ M
+    if not zero[3]:
+        dy = dy + (x * ts) @ G
+    return y, dy
+
+
+migrate_width.defjvp(_migrate_width_jvp, symbolic_zeros=True)
 
 
 def check_transform_axes(in_edges, out_edges, what: str = "response transform") -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
 
-__all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_RELATIVE", "FlatParameterWarning", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
+__all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
            "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "solve_batch", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
@@ -268,7 +268,7 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: boo
     one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol)
     if multi:
         one = over_rows(one, (None, None, 0), costly_objective)
-    tag = f"solver-{batch}-{int(multi)}-{max_iter}-{edm_tol:g}"
+    tag = f"solver-{batch}-{int(multi)}-{max_iter}-{float(edm_tol)!r}"  # the label names the options exactly
     if batch == "fixed":
         return persistent(jax.jit(over_rows(one, (None, 0, 0), costly_objective)), tag)
     if batch in ("data", "data_aux"):
@@ -482,34 +482,43 @@ def _host_device():
         return None
 
 
-#: A fitted parameter is *flat* where no entry of its Hessian row exceeds this fraction of the
-#: largest diagonal entry: −2 ln L does not depend on it there to any precision a double holds.
-FLAT_RELATIVE = 1e-20
+#: A fitted parameter is *flat* where −2 ln L changes by less than this over its whole range, to
+#: second order (gradient × range and curvature × range², absolute: −2 ln L is in χ² units, so the
+#: test does not depend on the parameter's unit).
+FLAT_CHI2 = 1e-10
 
 
 class FlatParameterWarning(UserWarning):
-    """A fitted parameter does not change −2 ln L (its Hessian row vanishes): its best value is
-    not determined, and no point is a strict minimum (:func:`flat_parameters`)."""
+    """A fitted parameter on which −2 ln L is flat at a fit's end point (:func:`flat_parameters`):
+    no strict minimum there, and, where the parameter has no effect at all, no best value."""
 
 
-def flat_parameters(names, H) -> list:
-    """The ``names`` whose row of the Hessian ``H`` is zero next to its largest diagonal entry
-    (:data:`FLAT_RELATIVE`): a rate whose template has no counts in the fitted bins, a resolution
-    term at zero width (docs/inference.md). Empty where H has no positive finite diagonal."""
-    H = np.abs(np.asarray(H, dtype=float))
-    d = np.diag(H) if H.ndim == 2 else np.zeros(0)
-    scale = float(np.max(d)) if d.size and np.all(np.isfinite(H)) else 0.0
-    if not scale > 0:
-        return []
-    return [n for n, row in zip(names, H) if float(np.max(row)) <= FLAT_RELATIVE * scale]
+def flat_parameters(names, g, H, lower, upper) -> list:
+    """The ``names`` on which −2 ln L is flat to second order over their whole range
+    [``lower``, ``upper``] at a point with gradient ``g`` and Hessian ``H``: |g_k| w_k and
+    |H_kk| w_k² both below :data:`FLAT_CHI2` (w_k = upper − lower; an unbounded parameter only where
+    both are exactly zero). A rate whose template has no counts in the fitted bins, or a
+    resolution term at zero width, is such a parameter everywhere; a signal rising as μ² is one
+    at μ = 0 on data without it (docs/inference.md)."""
+    g, H = np.asarray(g, dtype=float), np.asarray(H, dtype=float)
+    w = np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float)
+    d = np.abs(np.diag(H)) if H.ndim == 2 else np.zeros(0)
+    out = []
+    for n, gk, dk, wk in zip(names, np.abs(g), d, w):
+        if not (np.isfinite(gk) and np.isfinite(dk)):
+            continue
+        flat = (gk == 0 and dk == 0) if not np.isfinite(wk) else (gk * wk <= FLAT_CHI2 and dk * wk * wk <= FLAT_CHI2)
+        if flat:
+            out.append(n)
+    return out
 
 
 def flat_message(names, where: str) -> str:
     """What :class:`FlatParameterWarning` and an invalid fit's reason say about flat ``names``."""
     listed = ", ".join(names)
-    return (f"-2 ln L does not depend on {listed} {where} (zero Hessian row{'s' if len(names) > 1 else ''}): "
-            f"its best value is not determined; fix it (model.fix({names[0]!r})) or give it an effect "
-            "(a template with counts in the fitted bins, a resolution away from zero width)")
+    return (f"-2 ln L is flat in {listed} {where} (gradient and curvature zero over the whole range): no strict "
+            f"minimum there; a parameter without any effect (a template with no counts in the fitted bins, a "
+            f"resolution at zero width) has no best value: fix it (model = model.fix({names[0]!r}))")
 
 
 def end_point_report(s: FitProblem, x, edm_tol: float, vgh=None) -> tuple:

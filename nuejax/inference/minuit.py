@@ -133,9 +133,11 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, start
             reason = "; ".join(why)
             ok = False
     valid = bool(ok)
-    # why no strict minimum was found, where a parameter does not act at all (a zero row at one
-    # point alone does not say so: Asimov data at mu_nu = 0 give one, -2 ln L rising as mu_nu^4)
-    flat = flat_parameters(s.names, H) if not valid else []
+    # why no strict minimum was found: a parameter on which -2 ln L is flat there (only for an
+    # invalid fit: at mu_nu = 0 on data without a magnetic moment -2 ln L rises as mu_nu^4, flat to
+    # second order, and such a fit on the bound is valid)
+    # (an invalid fit ends at MIGRAD's end point: its gradient is kkt_m's)
+    flat = flat_parameters(s.names, kkt_m[5], H, s.lower, s.upper) if not valid else []
     if flat:
         reason = (reason + "; " if reason else "") + flat_message(flat, "at the end point")
         warnings.warn(flat_message(flat, "at the end point of an invalid fit"), FlatParameterWarning, stacklevel=2)

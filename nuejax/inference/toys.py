@@ -190,12 +190,12 @@ def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple
     row = over_rows(functools.partial(_row, **opts), (None, 0, 0, 0, 0, 0, None),
                     functools.partial(_costly_row, resample=resample, parts=parts, asimov=asimov))
     # kept across processes (nuejax._internal.exported): a warm process skips tracing the kernels
-    tag = f"toyfits-{max_iter}-{edm_tol:g}-{parts}-{''.join('01'[r] for r in resample)}-{int(asimov)}"
+    tag = f"toyfits-{max_iter}-{float(edm_tol)!r}-{parts}-{''.join('01'[r] for r in resample)}-{int(asimov)}"
     if mesh is None:
         return persistent(jax.jit(row), tag)
     if mesh.devices.flat[0].platform == "cpu":
         return _one_device_at_a_time(persistent(jax.jit(row), tag), mesh)
-    return persistent(jax.jit(_shard_rows(row, mesh, 5)), tag)
+    return persistent(jax.jit(_shard_rows(row, mesh, 5)), f"{tag}-mesh{mesh.devices.size}")
 
 
 def _one_device_at_a_time(kernel, mesh):
