@@ -121,6 +121,7 @@ TOY_SCRIPT = textwrap.dedent('''
             return f(*a, **k)
         return g
 
+    toys.KEEP_ON_CPU = True  # as on a GPU (off on the CPU, where exporting costs more than it saves)
     toys._row = counted(toys._row)  # the toy-fit kernels
     toys._asimov_hessians_of = counted(toys._asimov_hessians_of)  # the start designs' Hessians
     # a nuisance with a mirror branch: the toys' start designs hold the Asimov fits' minima too

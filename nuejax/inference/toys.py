@@ -42,7 +42,7 @@ from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
                      symmetry_starts)
 
-__all__ = ["CPU_PASSES", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "costly_toys", "draw_parts", "passes", "resample_flags", "row_index", "toy",
+__all__ = ["CPU_PASSES", "KEEP_ON_CPU", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "costly_toys", "draw_parts", "passes", "resample_flags", "row_index", "toy",
            "toy_fits", "toy_starts"]
 
 #: Output arrays of :func:`toy_fits` per row.
@@ -184,18 +184,32 @@ def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple
     "Known issue"), and the toy is cheap to draw twice from its key. ``asimov``: fit the Asimov
     data set at each row's generating point instead of a toy (the toys' start designs,
     :func:`toy_starts`). ``mesh``: rows split over its devices, each device running its own rows
-    (:func:`_shard_rows`). The kernels are kept across processes
-    (:func:`~nuejax._internal.exported.persistent`; on a mesh of GPUs, for that mesh)."""
+    (:func:`_shard_rows`). On accelerators the kernels are kept across processes
+    (:func:`_kept`; on a mesh of GPUs, for that mesh)."""
     opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
     row = over_rows(functools.partial(_row, **opts), (None, 0, 0, 0, 0, 0, None),
                     functools.partial(_costly_row, resample=resample, parts=parts, asimov=asimov))
     # kept across processes (nuejax._internal.exported): a warm process skips tracing the kernels
     tag = f"toyfits-{max_iter}-{float(edm_tol)!r}-{parts}-{''.join('01'[r] for r in resample)}-{int(asimov)}"
     if mesh is None:
-        return persistent(jax.jit(row), tag)
+        return _kept(jax.jit(row), tag)
     if mesh.devices.flat[0].platform == "cpu":
-        return _one_device_at_a_time(persistent(jax.jit(row), tag), mesh)
-    return persistent(jax.jit(_shard_rows(row, mesh, 5)), f"{tag}-mesh{mesh.devices.size}")
+        return _one_device_at_a_time(_kept(jax.jit(row), tag), mesh)
+    return _kept(jax.jit(_shard_rows(row, mesh, 5)), f"{tag}-mesh{mesh.devices.size}")
+
+
+#: Whether the CPU keeps the toy programs across processes too. Off: there a construction's time
+#: is its fits, and exporting each new kernel cost more than tracing it saved (a small
+#: Feldman-Cousins construction in a fresh process: 32.5 s exported, 28.8 s traced, 21.9 s loaded,
+#: 2 cores; benchmarks/NOTES.md).
+KEEP_ON_CPU = False
+
+
+def _kept(jitted, tag: str):
+    """``jitted`` kept across processes (:func:`~nuejax._internal.exported.persistent`) on
+    accelerators, where tracing the kernels was most of a warm construction; on the CPU only with
+    :data:`KEEP_ON_CPU`."""
+    return persistent(jitted, tag) if KEEP_ON_CPU or jax.default_backend() != "cpu" else jitted
 
 
 def _one_device_at_a_time(kernel, mesh):
@@ -397,7 +411,7 @@ def _asimov_hessians(k: int):
     """``hessians(shell, gen_x, x)``: the Hessians of −2 ln L of the Asimov data set at each
     generating point (U, d) at the end points ``x`` (U, S, d − k), the first ``k`` parameters fixed
     at the generating point's; kept across processes (:mod:`nuejax._internal.exported`)."""
-    return persistent(jax.jit(functools.partial(_asimov_hessians_of, k=k)), f"asimov-hessians-{k}")
+    return _kept(jax.jit(functools.partial(_asimov_hessians_of, k=k)), f"asimov-hessians-{k}")
 
 
 def _asimov_hessians_of(shell, gen_x, x, k):
