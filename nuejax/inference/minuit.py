@@ -135,8 +135,8 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, start
     valid = bool(ok)
     # why no strict minimum was found: a parameter on which -2 ln L is flat there (only for an
     # invalid fit: at mu_nu = 0 on data without a magnetic moment -2 ln L rises as mu_nu^4, flat to
-    # second order, and such a fit on the bound is valid)
-    # (an invalid fit ends at MIGRAD's end point: its gradient is kkt_m's)
+    # second order, and such a fit on the bound is valid); an invalid fit ends at MIGRAD's end
+    # point, whose gradient kkt_m holds
     flat = flat_parameters(s.names, kkt_m[5], H, s.lower, s.upper) if not valid else []
     if flat:
         reason = (reason + "; " if reason else "") + flat_message(flat, "at the end point")

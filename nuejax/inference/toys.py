@@ -189,7 +189,7 @@ def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple
     opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
     row = over_rows(functools.partial(_row, **opts), (None, 0, 0, 0, 0, 0, None),
                     functools.partial(_costly_row, resample=resample, parts=parts, asimov=asimov))
-    # kept across processes (nuejax._internal.exported): a warm process skips tracing the kernels
+    # on accelerators kept across processes (_kept): a warm process skips tracing the kernels
     tag = f"toyfits-{max_iter}-{float(edm_tol)!r}-{parts}-{''.join('01'[r] for r in resample)}-{int(asimov)}"
     if mesh is None:
         return _kept(jax.jit(row), tag)
