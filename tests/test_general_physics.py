@@ -175,6 +175,20 @@ def test_earth_crossing_against_numerical_evolution(key):
     assert np.trace(night).real == pytest.approx(1.0, abs=1e-13)
 
 
+def test_earth_evolution_in_float32_stays_float32():
+    """The float32 evolution along a long chord (251 Magnus steps) is complex64 and within 1e-3 of
+    the float64 one: no float64 constant promotes its loop."""
+    from nuejax.physics.earth import earth_evolution
+
+    ds, ne = chord_steps([0.98])
+    e = jnp.linspace(0.0, 15.0, 64)
+    S64 = earth_evolution(e, OSC, jnp.asarray(ds[0]), jnp.asarray(ne[0]))
+    S32 = earth_evolution(e.astype(jnp.float32), OSC, jnp.asarray(ds[0], jnp.float32), jnp.asarray(ne[0], jnp.float32))
+    assert S64.dtype == jnp.complex128 and S32.dtype == jnp.complex64
+    np.testing.assert_allclose(np.asarray(S32), np.asarray(S64), atol=1e-3)
+    np.testing.assert_array_equal(np.asarray(S64[0]), np.eye(2))  # E = 0: the identity
+
+
 @pytest.mark.slow
 def test_day_night_asymmetries_against_published_values():
     be7 = earth_exposure("borexino")
