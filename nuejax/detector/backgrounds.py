@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import difflib
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.build_jit import build_jit
 from ..cache import cached
 from ..constants import M_E
 from ..errors import InputError
@@ -119,7 +119,7 @@ def beta_template(obs_edges, params: ResponseParams, table: QuenchingTable, Q: f
                           what)
 
 
-@jax.jit
+@build_jit
 def _folded_beta(w, T, extra, obs_edges, params, table):
     # One compiled program per shape: called eagerly, the same steps compiled a few dozen small
     # programs per template (a second or two of a model's first build on 2 CPU cores).
@@ -128,7 +128,7 @@ def _folded_beta(w, T, extra, obs_edges, params, table):
     return w @ gaussian_bin_probabilities(mu, photoelectron_variance(mu, params), obs_edges)
 
 
-_mean_photoelectrons = jax.jit(mean_photoelectrons)
+_mean_photoelectrons = build_jit(mean_photoelectrons)
 
 
 def template_from_shape(shape, obs_edges, params: ResponseParams, table: QuenchingTable,

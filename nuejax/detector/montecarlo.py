@@ -18,12 +18,12 @@ Both return :class:`ResponseHistogram`, the input of :mod:`nuejax.reweighting`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.build_jit import build_jit
 from ..errors import InputError
 from ..physics.cross_section import NewPhysics
 from ..physics.oscillation import OscillationParams
@@ -156,7 +156,7 @@ def joint_response(source: SolarSource, t_edges, obs_edges, params: ResponsePara
     return jnp.einsum("lnq,lnqj->nj", wf, P)
 
 
-@partial(jax.jit, static_argnums=(6, 7, 8))
+@build_jit(static_argnums=(6, 7, 8))
 def _sm_joint_response_and_total(source, t_edges, obs_edges, params, table, osc, radiative, n_bin_quad, n_sub):
     # One compiled program per shape instead of the dozens of small ones that eager dispatch
     # compiles per component (most of a model's build time on CPU).

@@ -14,12 +14,11 @@ import difflib
 import math
 import operator
 from collections.abc import Callable
-from functools import partial
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.build_jit import build_jit
 from .._internal.ahead import ahead, wait
 from ..cache import cached, is_cached
 from ..detector.backgrounds import BACKGROUNDS, background_template
@@ -84,7 +83,7 @@ def _check_count(value, name: str, minimum: int) -> int:
     return n
 
 
-@partial(jax.jit, static_argnums=3)
+@build_jit(static_argnums=3)
 def _sm_spectrum_and_rate(src, t_mid, osc, radiative):
     # compiled once per shape (eager dispatch compiles many small programs per component)
     f_sm = recoil_spectrum(src, t_mid, NewPhysics(), osc, radiative=radiative, in_sigma0_units=True)

@@ -76,12 +76,12 @@ the fits of :mod:`nuejax.inference` apply unchanged, and its stages combine with
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.build_jit import build_jit
 from ..detector.mean_grid import DEFAULT_STEP
 from ..detector.response import QuenchingTable, ResponseParams, quenching_table
 from ..detector.transforms import ResponseTransform
@@ -184,14 +184,14 @@ def _merge(*groups) -> ParameterSet:
     return ParameterSet(tuple(out))
 
 
-@partial(jax.jit, static_argnums=(3, 4))
+@build_jit(static_argnums=(3, 4))
 def _bin_nodes(source, t_edges, osc, radiative, n_bin_quad):
     # one compiled program per shape (line or continuum), not dozens of eager ones per component
     return recoil_bin_quadrature(source, t_edges, NewPhysics(), osc, radiative=radiative, n_bin_quad=n_bin_quad,
                                  in_sigma0_units=True)
 
 
-@jax.jit
+@build_jit
 def _sm_spectra(groups, osc):
     return [group_recoil_spectra(g, NewPhysics(), osc) for g in groups]
 

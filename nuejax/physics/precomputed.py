@@ -30,12 +30,12 @@ so the derivatives in ε and μ_ν never touch the node arrays. The tests compar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.build_jit import build_jit
 from .cross_section import NewPhysics, MM_SCALE_SIGMA0, as_float, mm_shape, bks_couplings, tree_couplings, weak_kinematics
 from .oscillation import (PRODUCTION_NODES, OscillationParams, ProductionProfile, is_zero, flavour_affine, mean_cos2m,
                           pad_profile, production_quadrature)
@@ -114,7 +114,7 @@ def _node_positions(source: SolarSource, E):
     return grid_position(E, grid, np)
 
 
-@partial(jax.jit, static_argnums=3)
+@build_jit(static_argnums=3)
 def _weighted_kinematics(T, E, W, radiative):
     # One compiled program per shape: evaluated eagerly, the elementwise steps dispatched dozens
     # of small XLA compilations per component (most of a model's build time).
@@ -332,7 +332,7 @@ def group_recoil_spectra(group: SpectrumGroup, physics: NewPhysics, osc: Oscilla
     return jax.vmap(lambda c, pre: combine_sums(oscillated_sums(c, pre, osc), pre, physics))(C, group.pre)
 
 
-@jax.jit
+@build_jit
 def group_probe_coefficients(group: SpectrumGroup, osc: OscillationParams):
     """The polynomial coefficients (17, g, n_T) of the recoil spectra of a group in the new
     physics (:func:`coefficients_from_probes` of the spectra at the 17 :func:`probe_points`,
