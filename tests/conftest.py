@@ -36,7 +36,8 @@ import pytest  # noqa: E402
 #: a long module collected last ran alone at the end while the other worker idled (the default
 #: suite's last 5 minutes). The rest keep their order.
 LONG_MODULES = ("test_general_physics.py", "test_borexino_analysis.py", "test_combine.py", "test_spec.py",
-                "test_limits.py", "test_xenonnt.py", "test_closure.py", "test_model_equivalence.py",
+                "test_limits.py", "test_limits_command.py", "test_fc_table.py", "test_xenonnt.py", "test_closure.py",
+                "test_model_equivalence.py",
                 "test_multidevice.py", "test_global_minima.py", "test_atomic.py", "test_spectra.py",
                 "test_floating_response.py", "test_mean_grid.py", "test_no_hang.py")
 

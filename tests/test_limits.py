@@ -61,23 +61,6 @@ def test_fc_gaussian_interval_matches_table(gauss_fc):
     assert r.regions == [(lo, hi)]
 
 
-@pytest.mark.slow
-def test_fc_gaussian_table_to_its_precision():
-    """Every sourced row of Feldman & Cousins' Table X with 1e5 toys per grid point."""
-    m = gaussian_model()
-    ends = sorted({e for row in FC_TABLE_90.values() for e in row if e > 0})
-    grid = np.unique(np.concatenate([[0.0], np.floor(np.array(ends) * 10) / 10, np.ceil(np.array(ends) * 10) / 10]))
-    r = feldman_cousins(m, gaussian_counts(m, 1.7), "mu", grid, 100_000, key=5)
-    worst = 0.0
-    for x0, (tlo, thi) in FC_TABLE_90.items():
-        t_obs = np.array([fc_statistic(x0, x) for x in grid])
-        lo, hi = dataclasses.replace(r, t_obs=t_obs).interval
-        worst = max(worst, abs(lo - tlo), abs(hi - thi))
-        print(f"x0 = {x0:+.1f}: [{lo:.4f}, {hi:.4f}]  Table X [{tlo:.2f}, {thi:.2f}]")
-        assert abs(lo - tlo) < 0.012 and abs(hi - thi) < 0.012, (x0, lo, hi, tlo, thi)
-    print(f"largest deviation from Table X: {worst:.4f}")
-
-
 def test_cheap_toys_run_side_by_side_with_the_same_numbers(monkeypatch):
     """On the CPU the one-bin Gaussian model's toy fits are too cheap to run one after another
     (``costly_toys``): they go in launches of ``CPU_CHEAP_CHUNK`` rows (fewer per start of a
@@ -393,18 +376,3 @@ def test_limits_data_file_is_checked(tmp_path):
         read_counts(tmp_path / "neg.csv", 3)
     with pytest.raises(DataError, match="no such file"):
         read_counts(tmp_path / "missing.txt", 3)
-
-
-@pytest.mark.slow
-def test_nuejax_limits_end_to_end(tmp_path):
-    # in a fresh process, as a user runs it (and away from the long-lived test worker: see
-    # tests/test_demo.py)
-    run = subprocess.run([sys.executable, "-m", "nuejax", "limits", "--n-T", "50", "--toys", "20", "--grid", "3",
-                          "--json", "--no-plots", "--out", str(tmp_path)], capture_output=True, text=True,
-                         timeout=3000)
-    assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout)
-    assert out["complete"] and out["toys_valid_fraction"] > 0.95
-    lo, hi = out["mu_nu_fc_interval_90"]
-    assert lo == 0.0 and hi > 0
-    assert (tmp_path / "fc_mu_nu" / "manifest.json").exists() and (tmp_path / "summary.json").exists()
