@@ -7,7 +7,9 @@ optimisation passes are most of the compile time of these large elementwise prog
 program runs only once. On 2 CPU cores the joint response of a continuum on 100 × 861 bins
 compiled in 6.1 s instead of 9.7 s and ran in 0.17 s instead of 0.12 s; the entries agree to
 2e-15 relative (benchmarks/NOTES.md, "Build programs at optimisation level 0"). Elsewhere, and
-for everything that runs per likelihood evaluation, programs are compiled as usual.
+for everything that runs per likelihood evaluation, programs are compiled as usual. Not for
+what feeds a fit either (the calibration's constants): a fit can move its end point by far more
+than the rounding of its inputs.
 """
 
 from __future__ import annotations

@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._internal.build_jit import build_jit
 from ..cache import cached
 from ..errors import InputError
 from ..physics.cross_section import NewPhysics
@@ -113,7 +113,7 @@ class CalibrationResult:
         return "\n".join(lines)
 
 
-@build_jit(static_argnums=(4, 5))
+@partial(jax.jit, static_argnums=(4, 5))
 def _member_constants(src, t_edges, table, osc, radiative, n_bin_quad):
     # compiled once per shape (eager dispatch compiles dozens of small programs per source)
     params, everything = as_photoelectron_axis(KeVResponse(), jnp.asarray([-1e9, 1e9]))
