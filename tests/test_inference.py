@@ -127,7 +127,7 @@ def test_fit_launches_the_solver_only_where_it_would_not_stop_at_once(models):
     next to a bound, fit does not launch the bound-constrained solver. Launched there anyway, the
     solver stops at once, does not move, and reports the same test and value (general path,
     whose Hessian comes from the Poisson structure)."""
-    from nuejax.inference.fitting import bound_flags, compiled_solver
+    from nuejax.inference.fitting import bound_flags, solve_rows
 
     m, _, data = models
     r = fit(m, data, {"eps_ee_L": 0.0, "mu_nu": 1.0})
@@ -135,8 +135,8 @@ def test_fit_launches_the_solver_only_where_it_would_not_stop_at_once(models):
     assert not r.diagnostics["newton_launched"] and r.diagnostics["newton_iterations"] == 0
     s = FitProblem.create(m, data, init=r.params)
     x = np.array([r.values[n] for n in r.names])
-    solve = compiled_solver(100, 0.002 * 0.001, None)
-    res = solve(s, jnp.zeros(0), jnp.asarray(x))
+    res = solve_rows(s, x[None], max_iter=100, edm_tol=0.002 * 0.001)
+    res = type(res)(*(np.asarray(a)[0] for a in res))
     assert int(res.n_iter) == 0 and bool(res.converged) and np.array_equal(np.asarray(res.x), x)
     assert r.at_bound == bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
     assert r.diagnostics["migrad_kkt_edm"] == pytest.approx(float(res.edm), rel=1e-6, abs=1e-14)
@@ -217,7 +217,7 @@ def test_profile_starts_follow_the_profile_tangent(models):
     offsets of 0.05 and 0.1 sigma its distance to the fitted profile point falls ~4x (first-order
     error would halve), and it is far closer than the global minimum is; a candidate whose -2 ln L
     is not finite is never taken."""
-    from nuejax.inference.fitting import EDM_TOL, compiled_solver, profile_starts
+    from nuejax.inference.fitting import profile_starts, solve_rows
 
     _, fm, data = models
     g = fit(fm, data)
@@ -226,8 +226,7 @@ def test_profile_starts_follow_the_profile_tangent(models):
     pts = g.values["eps_ee_L"] + np.array([[0.05], [0.1]]) * sig
     starts = profile_starts(g, ("eps_ee_L",), s.names, pts, s.lower, s.upper)
     assert starts.shape == (2, 2, len(s.names))
-    solve = compiled_solver(100, EDM_TOL, "fixed")
-    res = solve(s, jnp.asarray(pts), jnp.asarray(starts))
+    res = solve_rows(s, starts, pts)
     assert np.asarray(res.converged).all()
     scale = np.sqrt(np.diag(g.covariance))[[g.names.index(n) for n in s.names]]
     scale = np.where(scale > 0, scale, 1.0)
@@ -238,7 +237,7 @@ def test_profile_starts_follow_the_profile_tangent(models):
     # a NaN candidate (a rate of NaN) loses to the finite one
     bad = starts.copy()
     bad[:, 0, s.names.index("rate_210Bi")] = np.nan
-    res_bad = solve(s, jnp.asarray(pts), jnp.asarray(bad))
+    res_bad = solve_rows(s, bad, pts)
     assert np.asarray(res_bad.converged).all()
     np.testing.assert_allclose(np.asarray(res_bad.fun), np.asarray(res.fun), atol=1e-6)
 
@@ -299,11 +298,11 @@ def test_second_cost_and_scan_reuse_the_compiled_code(models):
     assert compiled._cache_size() == n_cost
     grid = np.linspace(0.0, 0.1, 4)
     rf = fit(fm, data)
-    profile_scan(fm, data, "eps_ee_L", grid, global_fit=rf)
-    from nuejax.inference.scan import SCAN_MAX_ITER
-
-    solve = fitting_mod.compiled_solver(SCAN_MAX_ITER, fitting_mod.EDM_TOL, "fixed")
+    solve = fitting_mod.row_solver()
     n_scan = solve._cache_size()
+    # the scan runs the program of the fit's multi-start design (one problem, rows padded alike)
+    profile_scan(fm, data, "eps_ee_L", grid, global_fit=rf)
+    assert solve._cache_size() == n_scan
     profile_scan(fm, data, "eps_ee_L", grid + 0.01, global_fit=rf)
     assert solve._cache_size() == n_scan
     # a scan of another parameter of the same model is the same problem (the scanned parameters
@@ -316,20 +315,19 @@ def test_pinned_coordinates_equal_fixed_parameters(models):
     """A fit with a coordinate pinned (Pins) is the fit with that parameter fixed: same -2 ln L and
     end point (to the solver's rounding), converged, the pinned coordinate never reported on a bound,
     also where the pinned value sits on its bound (mu_nu = 0)."""
-    from nuejax.inference.fitting import compiled_solver
+    from nuejax.inference.fitting import solve_rows
     from nuejax.inference.problem import Pins
 
     _, fm, data = models
-    solve = compiled_solver(200, 1e-8, "fixed")
     for value in (0.0, 2.5):
         narrow = FitProblem.create(fm, data, fixed_names=("mu_nu",))
         wide = narrow.with_names(tuple(n for n in narrow.value_names if n in set(narrow.names) | {"mu_nu"}))
         i = wide.names.index("mu_nu")
-        ref = solve(narrow, jnp.full((1, 1), value), narrow.start()[None])
+        ref = solve_rows(narrow, np.asarray(narrow.start())[None], np.full((1, 1), value), max_iter=200, edm_tol=1e-8)
         mask = np.zeros((1, len(wide.names)), dtype=bool)
         mask[0, i] = True
-        pins = Pins(jnp.asarray(mask), jnp.asarray(np.where(mask, value, 0.0)))
-        got = solve(wide, pins, wide.start()[None])
+        pins = Pins(mask, np.where(mask, value, 0.0))
+        got = solve_rows(wide, np.asarray(wide.start())[None], pins, max_iter=200, edm_tol=1e-8)
         keep = [k for k in range(len(wide.names)) if k != i]
         assert bool(ref.converged[0]) and bool(got.converged[0])
         assert float(got.fun[0]) == pytest.approx(float(ref.fun[0]), abs=1e-9)

@@ -85,7 +85,7 @@ def main(argv=None):
 
     from nuejax.inference import FitProblem, fit
     from nuejax.inference.cost import NLLCost, _compiled, host_output_sharding
-    from nuejax.inference.fitting import compiled_solver, end_point_report, value_grad_hess
+    from nuejax.inference.fitting import end_point_report, solve_rows, value_grad_hess
     from nuejax.inference.newton import kkt
 
     warnings.simplefilter("ignore")  # Asimov data are not integer counts, by design
@@ -116,11 +116,9 @@ def main(argv=None):
     s = FitProblem.create(model, data, init=start)
     x_m = np.array([r.values[n] for n in s.names])
     edm_goal = 0.002 * 0.001
-    solve = compiled_solver(100, float(edm_goal), None)
-
     def launch():
-        res = solve(s, jnp.zeros(0, dtype=s.values.dtype), jnp.asarray(x_m))
-        return [np.asarray(v) for v in res]
+        res = solve_rows(s, x_m[None], max_iter=100, edm_tol=float(edm_goal))
+        return [np.asarray(v)[0] for v in res]
 
     kkt_device = jax.jit(kkt)
 

@@ -65,6 +65,7 @@ def main(argv=None):
             # the route is chosen while tracing: drop every compiled function of the other mode
             jax.clear_caches()
             fitting.compiled_solver.cache_clear()
+            fitting.row_solver.cache_clear()
             cost._compiled.cache_clear()
             for label, m, st in cases:
                 c = NLLCost(m, data, fixed=st)

@@ -67,9 +67,8 @@ def main(argv=None):
         fitting.multistart(s)
         first = time.perf_counter() - t0
         launches = []
-        solve = fitting.compiled_solver(100, float(fitting.EDM_TOL), None, True)
         fixed = jnp.zeros(0, dtype=s.values.dtype)
-        orig = fitting.compiled_solver
+        orig = fitting.row_solver
 
         def counting(*args, **kw):
             f = orig(*args, **kw)
@@ -81,17 +80,16 @@ def main(argv=None):
                 return r
             return call
 
-        fitting.compiled_solver = counting
+        fitting.row_solver = counting
         try:
             t0 = time.perf_counter()
             best, n, minima, _ = fitting.multistart(s)
             whole = time.perf_counter() - t0
         finally:
-            fitting.compiled_solver = orig
-        res = jax.device_get(solve(s, fixed, jnp.asarray(x0s)))
-        one = fitting.compiled_solver(100, float(fitting.EDM_TOL), None, False)
-        t_one = _best_time(lambda: one(s, fixed, jnp.asarray(x0s[0])), a.repeat)
-        r_one = jax.device_get(one(s, fixed, jnp.asarray(x0s[0])))
+            fitting.row_solver = orig
+        res = fitting.solve_rows(s, x0s)
+        t_one = _best_time(lambda: fitting.solve_rows(s, x0s[:1]), a.repeat)
+        r_one = jax.tree_util.tree_map(lambda v: v[0], fitting.solve_rows(s, x0s[:1]))
         vgh = jax.jit(jax.vmap(lambda x, s: fitting.value_grad_hessian(x, (s, fixed)), in_axes=(0, None)))
         t_vgh = _best_time(lambda: vgh(jnp.asarray(x0s), s), a.repeat)
         d = x0s.shape[-1]

@@ -26,8 +26,8 @@ def main(argv=None):
     import workload
 
     from nuejax.inference import FitProblem, fit, profile_scan
-    from nuejax.inference.fitting import EDM_TOL, compiled_solver, profile_starts
-    from nuejax.inference.scan import SCAN_MAX_ITER, batched_solve
+    from nuejax.inference.fitting import profile_starts, solve_rows
+    from nuejax.inference.scan import SCAN_MAX_ITER
     from nuejax.model import fast_model
 
     warnings.simplefilter("ignore")  # Asimov counts are not integers
@@ -39,8 +39,7 @@ def main(argv=None):
     grid = np.linspace(-0.05, 0.15, 200)
     st = FitProblem.create(fast, data, fixed_names=("eps_ee_L",))
     starts = profile_starts(rf, ("eps_ee_L",), st.names, grid[:, None], st.lower, st.upper)
-    solve = compiled_solver(SCAN_MAX_ITER, EDM_TOL, "fixed")
-    r = batched_solve(solve, jnp.asarray(grid)[:, None], st, starts, None, None, "")
+    r = solve_rows(st, starts, grid[:, None], max_iter=SCAN_MAX_ITER)
     it, conv = np.asarray(r.n_iter), np.asarray(r.converged)
     bad = np.nonzero(~conv)[0]
     profile_scan(fast, data, "eps_ee_L", grid, global_fit=rf)  # compiled

@@ -31,7 +31,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
 
 __all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
-           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "solve_batch", "value_grad_hess",
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -249,38 +249,124 @@ def profile_starts(fit: FitResult, fixed_names: tuple, names: tuple, points, low
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_solver(max_iter: int, edm_tol: float, batch: str | None, multi: bool = False):
-    """The jitted solver of a :class:`~nuejax.inference.problem.FitProblem` (compiled per problem
-    structure: its fitted and per-point names and bounds), called
-
-    * ``batch=None``: ``solve(problem, fixed, x0)``, one fit;
-    * ``batch='fixed'``: ``solve(problem, fixed, x0)`` over scan points ``fixed`` (:func:`over_rows`)
-      (n, k) and their starts (n, d), or (n, c, d) candidates of which each fit takes the lowest
-      (:func:`profile_starts`);
-    * ``batch='data'`` / ``'data_aux'``: ``solve(problem, data, aux, fixed, x0)`` over
-      data sets (n, n_obs), starts (n, d) and, with ``'data_aux'``, flat auxiliary measurements
-      (n, n_aux); the problem's own data (and, with ``'data_aux'``, its aux) are not read.
-
-    ``multi``: each fit runs from several starts (a multi-start design,
-    :mod:`~nuejax.inference.starts`): its ``x0`` has a starts axis before the last, (S, d), and
-    every result field gains that axis too. Cached, so that a second fit or scan of the same
-    structure does not recompile."""
+def compiled_solver(max_iter: int, edm_tol: float, batch: str):
+    """The jitted solver of a batch of data sets of a :class:`~nuejax.inference.problem.FitProblem`
+    (compiled per problem structure: its fitted and per-point names and bounds), called
+    ``solve(problem, data, aux, fixed, x0)`` over data sets (n, n_obs), starts (n, d), or (n, S,
+    d) for a multi-start design (every result field gains that axis too) and, with
+    ``batch='data_aux'``, flat auxiliary measurements (n, n_aux); the problem's own data (and,
+    with ``'data_aux'``, its aux) are not read. Cached, so that a second batch of the same
+    structure does not recompile. The fits of one data set (fits, profiles, refits, scans) run
+    :func:`row_solver` instead."""
+    if batch not in ("data", "data_aux"):
+        raise ValueError(f"batch must be 'data' or 'data_aux', got {batch!r} (one data set: row_solver)")
     one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol)
-    if multi:
-        one = over_rows(one, (None, None, 0), costly_objective)
-    tag = f"solver-{batch}-{int(multi)}-{max_iter}-{float(edm_tol)!r}"  # the label names the options exactly
-    if batch == "fixed":
-        return persistent(jax.jit(over_rows(one, (None, 0, 0), costly_objective)), tag)
-    if batch in ("data", "data_aux"):
-        def on_data(problem, data, aux, fixed, x0):
-            return one(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
 
-        def costly(problem, data, aux, fixed, x0):
-            return costly_objective(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
+    def on_data(problem, data, aux, fixed, x0):
+        fit = lambda x: one(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x)  # noqa: E731
+        if x0.ndim == 2:  # a multi-start design: each start a row of its own
+            costly = lambda x: costly_objective(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x)  # noqa: E731
+            return over_rows(fit, (0,), costly)(x0)
+        return fit(x0)
 
-        axes = (None, 0, 0 if batch == "data_aux" else None, None, 0)
-        return persistent(jax.jit(over_rows(on_data, axes, costly)), tag)
-    return persistent(jax.jit(one), tag)
+    def costly(problem, data, aux, fixed, x0):
+        return costly_objective(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x0)
+
+    axes = (None, 0, 0 if batch == "data_aux" else None, None, 0)
+    tag = f"solver-{batch}-{max_iter}-{float(edm_tol)!r}"  # the label names the options exactly
+    return persistent(jax.jit(over_rows(on_data, axes, costly)), tag)
+
+
+@functools.lru_cache(maxsize=None)
+def row_solver():
+    """The jitted solver of the fits of one data set, called ``solve(problem, fixed, x0,
+    max_iter, edm_tol)`` over rows: per row the values of ``problem.fixed_names`` ((n, k)) or
+    :class:`~nuejax.inference.problem.Pins` of fitted coordinates ((n, d) each), and candidate
+    starts (n, c, d), of which the fit takes the lowest −2 ln L in the box
+    (:func:`profile_starts`). The iteration limit and the EDM tolerance are operands, not
+    structure, so a model's fits, profile errors, refits and scans run one compiled program
+    (:func:`solve_rows`; XLA compiles a solver program in 4-7 s on 2 cores). Rows run side by
+    side (``vmap``), or one after another on the CPU (:func:`over_rows`)."""
+    def one(problem, fixed, x0, max_iter, edm_tol):
+        return _solve(problem, fixed, x0, max_iter=max_iter, edm_tol=edm_tol)
+
+    def costly(problem, fixed, x0, max_iter, edm_tol):
+        return costly_objective(problem, fixed, x0)
+
+    return persistent(jax.jit(over_rows(one, (None, 0, 0, None, None), costly)), "solver-rows")
+
+
+#: Accelerators' launches of :func:`solve_rows` are padded to the next power of two up to this many
+#: rows, and to a multiple of it beyond (padded rows are computed there: at most this many).
+ROW_LAUNCH_QUANTUM = 1024
+
+
+def _row_launch(r: int, step: int, sequential: bool) -> int:
+    """The rows a launch of ``r`` rows of :func:`solve_rows` is padded to (its docstring)."""
+    if jax.default_backend() != "cpu":
+        return 1 << (r - 1).bit_length() if r <= ROW_LAUNCH_QUANTUM else -(-r // ROW_LAUNCH_QUANTUM) * ROW_LAUNCH_QUANTUM
+    return max(r, CPU_CHUNK) if sequential else padded_rows(r, step)
+
+
+def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float = EDM_TOL, chunk=None,
+               group: int = 1, progress=None, label: str = "fits"):
+    """Fit ``problem`` once per row of ``x0`` with :func:`row_solver`: a
+    :class:`~nuejax.inference.newton.NewtonResult` of numpy arrays with a leading axis n.
+
+    ``x0``: a start per row (n, d), or candidates (n, c, d) (:func:`profile_starts`; c ≤ 2);
+    ``fixed``: per row the values of ``problem.fixed_names`` (n, k), or
+    :class:`~nuejax.inference.problem.Pins` (n, d); None: nothing held (Pins that pin nothing, so
+    that a fit and the scans of its problem share the program). Rows equal to an earlier one in
+    every input are fitted once. Launches hold ``chunk`` × ``group`` rows (default
+    :func:`launch_size`); on the CPU, where the rows of a costly problem are fitted one after
+    another and a padded row is not fitted (:func:`over_rows`), every launch is padded to
+    :data:`CPU_CHUNK` rows, so that launches of any length run one program; elsewhere to the next
+    power of two (:data:`ROW_LAUNCH_QUANTUM`). ``group``: consecutive rows per point (``progress`` counts points: ``label:
+    k/n points`` after each launch, where there is more than one)."""
+    dt = problem.values.dtype
+    x0 = np.asarray(x0, dtype=float)
+    if x0.ndim == 2:
+        x0 = x0[:, None, :]
+    if x0.ndim != 3 or x0.shape[1] > 2:
+        raise ValueError(f"solve_rows: starts must be (n, d) or (n, c <= 2, d), got shape {x0.shape}")
+    x0 = np.concatenate([x0, np.repeat(x0[:, :1], 2 - x0.shape[1], axis=1)], axis=1)  # one shape: two candidates
+    n, d = x0.shape[0], x0.shape[-1]
+    if fixed is None:
+        if problem.fixed_names:
+            raise ValueError(f"solve_rows: the problem holds {problem.fixed_names} fixed per row: give their values")
+        fixed = Pins(np.zeros((n, d), dtype=bool), np.zeros((n, d)))
+    fixed = jax.tree_util.tree_map(np.asarray, fixed)
+    leaves = [np.asarray(a, dtype=float).reshape(n, -1) for a in jax.tree_util.tree_leaves(fixed)]
+    key = np.ascontiguousarray(np.concatenate(leaves + [x0.reshape(n, -1)], axis=1))
+    _, first, inverse = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel(),
+                                  return_index=True, return_inverse=True)
+    order = np.argsort(first)  # distinct rows in the order they first appear
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    uniq, inverse = first[order], rank[np.asarray(inverse).ravel()]
+    step = launch_size(1 << 30, None if chunk is None else int(chunk) * int(group))
+    sequential = jax.default_backend() == "cpu" and costly_objective(
+        problem, jax.tree_util.tree_map(lambda a: a[0], fixed), x0[0])
+    solve = row_solver()
+    shell = problem
+    outs = []
+    for a in range(0, uniq.size, step):
+        rows = uniq[a:a + step]
+        r = rows.size
+        size = _row_launch(r, step, sequential)
+        take = np.concatenate([rows, np.repeat(rows[:1], size - r)])
+        f = jax.tree_util.tree_map(lambda v: jnp.asarray(v[take], dtype=dt if v.dtype.kind == "f" else v.dtype), fixed)  # noqa: B023
+        out = solve(shell, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)),
+                    jnp.asarray(edm_tol, dtype=dt))
+        if progress is not None and uniq.size > step:
+            jax.block_until_ready(out.fun)
+            done = a + r  # points all of whose rows are fitted
+            last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1))
+            progress(f"{label}: {int(np.sum(last < done))}/{last.size} points")
+        outs.append((out, r))
+    outs = [jax.tree_util.tree_map(lambda v: np.asarray(v)[:r], out) for out, r in outs]  # noqa: B023
+    res = outs[0] if len(outs) == 1 else jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outs)
+    return type(res)(*(np.asarray(v)[inverse] for v in res))
 
 
 #: On the CPU, rows whose -2 ln L costs at least this many flops per evaluation (XLA's cost
@@ -396,7 +482,7 @@ def solve_batch(problem, x0, *, max_iter: int, edm_tol: float, chunk=None):
     n = problem.data.shape[0]
     batched = problem.aux_batched
     multi = np.ndim(x0) == 3
-    solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data", multi)
+    solve = compiled_solver(int(max_iter), float(edm_tol), "data_aux" if batched else "data")
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     fixed = jnp.zeros(0, dtype=problem.values.dtype)
     step = _batch_step(int(np.shape(x0)[1]) if multi else 1, chunk)
@@ -600,16 +686,14 @@ def one_sided_errors(s: FitProblem, x, fval: float, at_bound: dict, H, *, level:
 
 
 def _profile(s: FitProblem, name, others, x, values):
-    # ``name`` pinned at each value (Pins) in the fit's own problem: one program whichever
-    # parameter's one-sided error is measured
-    solve = compiled_solver(100, EDM_TOL, "fixed")
+    # ``name`` pinned at each value (Pins) in the fit's own problem: the program of the fit itself
     i, n = s.names.index(name), len(values)
     mask = np.zeros((n, len(s.names)), dtype=bool)
     mask[:, i] = True
     pinned = np.zeros((n, len(s.names)))
     pinned[:, i] = np.asarray(values, dtype=float)
-    x0 = jnp.broadcast_to(jnp.asarray(np.asarray(x, dtype=float)), (n, len(s.names)))
-    res = solve(s, Pins(jnp.asarray(mask), jnp.asarray(pinned, dtype=s.values.dtype)), x0)
+    x0 = np.broadcast_to(np.asarray(x, dtype=float), (n, len(s.names)))
+    res = solve_rows(s, x0, Pins(mask, pinned))
     # a profile fit that did not converge is not a profile value (it lies too high)
     return np.where(np.asarray(res.converged), np.asarray(res.fun), np.nan)
 
@@ -678,20 +762,16 @@ def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm
     continue from where they stopped, up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more launches of ``max_iter``
     (a start crawling along a curved valley is often the one that reaches the lowest minimum)."""
     x0s = start_design(s, starts)
-    fixed = jnp.zeros(0, dtype=s.values.dtype)
-    multi = len(x0s) > 1
-    solve = compiled_solver(int(max_iter), float(edm_tol), None, multi)
-
-    def run(x):
-        res = jax.device_get(solve(s, fixed, jnp.asarray(x if multi else x[0])))
-        return type(res)(*(np.asarray(a) if multi else np.asarray(a)[None] for a in res))
-
-    res = run(x0s)
+    res = solve_rows(s, x0s, max_iter=max_iter, edm_tol=edm_tol)
     for _ in range(CONTINUE_PASSES):
         redo = np.asarray(res.status) == 1
         if not redo.any():
             break
-        res = merge_continued(res, run(res.x), redo)
+        part = type(res)(*(np.asarray(a).copy() for a in res))
+        new = solve_rows(s, res.x[redo], max_iter=max_iter, edm_tol=edm_tol)
+        for a, b in zip(part, new):
+            a[redo] = b
+        res = merge_continued(res, part, redo)
     best, _, _, _ = best_of_starts(res)
     minima, index = distinct_minima(s.names, res.x, res.fun, res.converged, res.hess, with_index=True)
     return best, len(x0s), minima, tuple(np.asarray(res.hess)[k] for k in index)

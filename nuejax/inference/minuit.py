@@ -19,12 +19,11 @@ import time
 import warnings
 from typing import Mapping
 
-import jax.numpy as jnp
 import numpy as np
 
 from .cost import NLLCost
-from .fitting import (EDM_TOL, FlatParameterWarning, bound_flags, compiled_solver, end_point_report, flat_message,
-                      flat_parameters, make_fit_result, multistart)
+from .fitting import (EDM_TOL, FlatParameterWarning, bound_flags, end_point_report, flat_message, flat_parameters,
+                      make_fit_result, multistart, solve_rows)
 from .problem import FitProblem
 from .starts import DEFAULT_STARTS, start_design, warn_second_minimum
 from .newton import STATUS
@@ -97,8 +96,9 @@ def fit(model, data, init: Mapping | None = None, *, names=None, aux=None, start
     else:
         # The bound-constrained solver continues from MIGRAD's end point: on a bound it moves
         # the parameter onto it; short of the minimum it finishes the job.
-        solve = compiled_solver(100, float(edm_goal), None)
-        res = solve(s, jnp.zeros(0, dtype=s.values.dtype), jnp.asarray(x_m))
+        # (the program of the multi-start design: one row, pinning nothing, this EDM goal)
+        res = solve_rows(s, x_m[None], max_iter=100, edm_tol=float(edm_goal))
+        res = type(res)(*(np.asarray(a)[0] for a in res))
     n_iter = 0 if res is None else int(res.n_iter)
     problems = _migrad_problems(m.fmin)
     diagnostics = {"migrad_valid": bool(m.valid), "migrad_fval": float(m.fval), "migrad_edm": float(m.fmin.edm),

@@ -206,6 +206,8 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     s_start = jnp.maximum(jnp.abs(x0), 1.0) * 0.1
     n = x0.shape[-1]
     dtype = x0.dtype
+    # the tolerance may be an operand of the program (fitting.row_solver): in the fit's precision
+    edm_tol = jnp.asarray(edm_tol, dtype=dtype)
     false = jnp.zeros(n, dtype=bool)
 
     def newton_step(st):

@@ -28,18 +28,16 @@ from __future__ import annotations
 import time
 from typing import Callable, Mapping, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import (EDM_TOL, best_of_starts, compiled_solver, launch_size, newton_fit, pad_rows, padded_rows,
-                      profile_starts, value_grad_hess)
+from .fitting import best_of_starts, newton_fit, profile_starts, solve_rows, value_grad_hess
 from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
 
-__all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "batched_solve", "grid_neighbours", "grid_values",
+__all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "grid_neighbours", "grid_values",
            "pinned_refits", "profile_points", "profile_scan", "profile_scan_2d", "refine_scan"]
 
 
@@ -84,40 +82,11 @@ def _global(s: FitProblem, names, global_fit, starts=DEFAULT_STARTS):
     return global_fit
 
 
-def batched_solve(solve, grid, s, x0, chunk, progress, label, n_starts: int = 1):
-    """Run the batched ``solve`` (``compiled_solver(..., 'fixed')``) of the problem ``s`` over the
-    rows of ``grid`` in chunks of ``chunk`` (one launch per chunk); ``x0`` is one start (d,) for
-    every row or a start per row, (n, d) or (n, c, d); with a multi-start ``solve``, (n, S, ...)
-    (``n_starts`` = S counts towards the launch size). Returns the result as numpy arrays."""
-    n = jax.tree_util.tree_leaves(grid)[0].shape[0]
-    # the launch size of any number of rows (not min(n, CPU_CHUNK)): the last launch padded to
-    # padded_rows, so that scans and refits of other lengths reuse the compiled programs
-    chunk = max(1, launch_size(1 << 30, None if chunk is None else chunk * n_starts) // n_starts)
-    # rows are cut and padded on the host: as eager device operations each new shape was a
-    # program of its own to look up (1.4 s of a warm `nuejax borexino`, benchmarks/NOTES.md)
-    grid = jax.tree_util.tree_map(np.asarray, grid)
-    x0 = np.asarray(x0)
-    if x0.ndim == 1:
-        x0 = np.broadcast_to(x0, (n,) + x0.shape)
-    outs = []
-    for start in range(0, n, chunk):
-        r = min(chunk, n - start)
-        size = padded_rows(r, chunk)
-        rows = jax.tree_util.tree_map(lambda a: pad_rows(a[start:start + r], size), grid)  # noqa: B023
-        out = solve(s, rows, pad_rows(x0[start:start + r], size))
-        if progress is not None and n > chunk:
-            jax.block_until_ready(out.fun)
-            progress(f"{label}: {min(start + chunk, n)}/{n} points")
-        outs.append((out, r))
-    outs = [jax.tree_util.tree_map(lambda a: np.asarray(a)[:r], out) for out, r in outs]  # noqa: B023
-    return outs[0] if len(outs) == 1 else jax.tree_util.tree_map(lambda *a: np.concatenate(a), *outs)
-
-
 def pinned_refits(s: FitProblem, fit: FitResult, idx, values, *, x_prev=None, max_iter: int = 100, chunk=None):
     """Refits of the problem ``s`` (every free parameter fitted) with one coordinate pinned per
-    row: row r holds ``s.names[idx[r]]`` at ``values[r]``, one batched launch of the
-    ``compiled_solver(..., 'fixed')`` program (:class:`~nuejax.inference.problem.Pins`: the same
-    program whichever parameter is pinned). Each row starts from the better of the fit's tangent
+    row: row r holds ``s.names[idx[r]]`` at ``values[r]``, one batched launch of the problem's
+    solver program (:func:`~nuejax.inference.fitting.solve_rows`, with
+    :class:`~nuejax.inference.problem.Pins`: the same program whichever parameter is pinned). Each row starts from the better of the fit's tangent
     (the conditional mean of its Gaussian approximation, clipped to the bounds) and ``x_prev[r]``
     (default: the best fit). Returns the NewtonResult (numpy arrays)."""
     idx = np.asarray(idx, dtype=int)
@@ -135,10 +104,7 @@ def pinned_refits(s: FitProblem, fit: FitResult, idx, values, *, x_prev=None, ma
     mask[np.arange(k), idx] = True
     pinned = np.zeros((k, d))
     pinned[np.arange(k), idx] = values
-    dt = s.values.dtype
-    solve = compiled_solver(int(max_iter), EDM_TOL, "fixed")
-    return batched_solve(solve, Pins(jnp.asarray(mask), jnp.asarray(pinned, dtype=dt)), s,
-                         jnp.asarray(np.stack([tangent, prev], axis=1), dtype=dt), chunk, None, "pinned refits")
+    return solve_rows(s, np.stack([tangent, prev], axis=1), Pins(mask, pinned), max_iter=max_iter, chunk=chunk)
 
 
 #: Newton iterations allowed per scan point. A batched launch costs its slowest point's count
@@ -187,7 +153,6 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
     mask[:, i_pin] = True
     pinned = np.zeros((n, len(wide.names)))
     pinned[:, i_pin] = points
-    pins = Pins(jnp.asarray(mask), jnp.asarray(pinned, dtype=s.values.dtype))
 
     def widen(x):  # starts (n, ..., d) of the profiled parameters -> (n, ..., D), pinned at the points
         out = np.zeros(np.shape(x)[:-1] + (len(wide.names),))
@@ -212,15 +177,17 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
                             fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
         starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))
     neighbours = np.asarray(neighbours)
-    # Both kinds of pass launch as many starts per point, max(branches, neighbours): the branches'
-    # pass and the neighbours' passes, and the scans of one model whatever their dimension, run one
-    # compiled program (a solver program compiles in 5-10 s on 2 cores). The starts added are
-    # copies of the first, which the CPU's row-by-row solver does not fit again (over_rows).
-    n_starts = max(len(branches), neighbours.shape[1])
-    multi = compiled_solver(int(n_iter), EDM_TOL, "fixed", True)
-    x0 = _pad_starts(widen(np.stack(starts, axis=1)), n_starts)  # (n, S, 2, D): per branch its tangent and its minimum
-    res = batched_solve(multi, pins, wide, x0, chunk, progress, label, n_starts=n_starts)
-    res = best_of_starts(type(res)(*(np.asarray(a) for a in res)), axis=1)[0]
+    # Every start of every point is a row of the problem's one solver program (solve_rows: the
+    # global fit's too, and the scans of one model whatever their dimension; a solver program
+    # compiles in 4-7 s on 2 cores), the points' pins repeated over their starts.
+    def solve(x0, report=None):  # x0 (n, S, 2, D) -> the best start of every point
+        n_s = x0.shape[1]
+        rows = solve_rows(wide, x0.reshape((n * n_s,) + x0.shape[2:]),
+                          Pins(np.repeat(mask, n_s, axis=0), np.repeat(pinned, n_s, axis=0)), max_iter=n_iter,
+                          chunk=chunk, group=n_s, progress=report, label=label)
+        return best_of_starts(type(rows)(*(a.reshape((n, n_s) + a.shape[1:]) for a in rows)), axis=1)[0]
+
+    res = solve(widen(np.stack(starts, axis=1)), progress)  # (n, branches, 2, D): per branch its tangent and its minimum
     refitted, passes = np.zeros(n, dtype=bool), 0
     for passes in range(1, ENVELOPE_PASSES + 1):
         ok = res.converged & np.isfinite(res.fun)
@@ -229,12 +196,7 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
             break
         # a point without a (converged) neighbour in some direction starts there from its own end point
         x_nb = np.where((nb >= 0)[..., None], res.x[np.clip(nb, 0, None)], res.x[:, None, :])
-        # each start as two equal candidates: the shape of the first pass's starts (n, S, 2, D),
-        # so that both passes run one compiled program (the solver starts from the lower
-        # candidate, so the fits are the same)
-        x_nb = _pad_starts(np.stack([x_nb, x_nb], axis=-2), n_starts)
-        new = batched_solve(multi, pins, wide, x_nb, chunk, None, label, n_starts=n_starts)
-        new = best_of_starts(type(new)(*(np.asarray(a) for a in new)), axis=1)[0]
+        new = solve(x_nb[:, :, None, :])
         better = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun - 1e-6) | ~ok)
         if not np.any(better):
             break
@@ -245,12 +207,6 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
                        at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
     return res, passes, int(refitted.sum())
 
-
-
-def _pad_starts(x0, n_starts: int):
-    """Starts (n, s, ...) padded to ``n_starts`` along their second axis with copies of the first."""
-    s = x0.shape[1]
-    return x0 if s == n_starts else np.concatenate([x0, np.repeat(x0[:, :1], n_starts - s, axis=1)], axis=1)
 
 
 def _bounds(p):
