@@ -333,3 +333,42 @@ def test_pinned_coordinates_equal_fixed_parameters(models):
         assert float(got.fun[0]) == pytest.approx(float(ref.fun[0]), abs=1e-9)
         np.testing.assert_allclose(np.asarray(got.x[0])[keep], np.asarray(ref.x[0]), rtol=1e-6, atol=1e-8)
         assert float(got.x[0, i]) == value and not bool(got.at_lower[0, i]) and not bool(got.at_upper[0, i])
+
+
+def test_solve_rows_fits_distinct_rows_once_and_keeps_its_program(models):
+    """solve_rows: rows equal in every input get the same result (fitted once), a launch of
+    another number of rows or in other chunks runs the same compiled program, and the results
+    do not depend on how the rows were cut."""
+    from nuejax.inference import fitting
+
+    _, fm, data = models
+    s = FitProblem.create(fm, data)
+    x = np.asarray(s.start(), dtype=float)
+    rows = np.stack([x, x * 1.01, x, x * 1.01, x])
+    r = fitting.solve_rows(s, rows)
+    assert np.asarray(r.converged).all()
+    for a, b in ((0, 2), (0, 4), (1, 3)):
+        for field in r:
+            np.testing.assert_array_equal(np.asarray(field)[a], np.asarray(field)[b])
+    n = fitting.row_solver()._cache_size()
+    r3 = fitting.solve_rows(s, rows[:3])
+    r1 = fitting.solve_rows(s, rows, chunk=1)
+    assert fitting.row_solver()._cache_size() == n
+    np.testing.assert_array_equal(np.asarray(r3.x), np.asarray(r.x)[:3])
+    np.testing.assert_allclose(np.asarray(r1.fun), np.asarray(r.fun), rtol=1e-12)
+    with pytest.raises(ValueError, match="starts must be"):
+        fitting.solve_rows(s, rows[None])
+
+
+def test_row_launch_sizes(monkeypatch):
+    """Launch sizes of solve_rows: CPU row-by-row launches padded to CPU_CHUNK (one program for
+    any length up to it), vmapped CPU launches to a power of two, accelerators' to a power of two
+    of at least ROW_LAUNCH_MIN rows and to multiples of ROW_LAUNCH_QUANTUM beyond it."""
+    from nuejax.inference import fitting
+
+    assert fitting._row_launch(5, fitting.CPU_CHUNK, True) == fitting.CPU_CHUNK
+    assert fitting._row_launch(300, 300, True) == 300
+    assert fitting._row_launch(5, fitting.CPU_CHUNK, False) == 8
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    q = fitting.ROW_LAUNCH_QUANTUM
+    assert [fitting._row_launch(r, 1 << 30, False) for r in (1, 4, 8, 9, q, q + 1)] == [8, 8, 8, 16, q, 2 * q]

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .fitting import objective, value_grad_hessian
+from .fitting import compiled_value_grad_hessian, objective, problem_value_grad_hessian
 from .problem import FitProblem
 
 __all__ = ["NLLCost", "host_output_sharding"]
@@ -30,11 +30,8 @@ def _value(x, problem):
     return objective(x, (problem, jnp.zeros(0, dtype=problem.values.dtype)))
 
 
-def _vgh(x, problem):
-    return value_grad_hessian(x, (problem, jnp.zeros(0, dtype=problem.values.dtype)))
-
-
-_FUNCTIONS = {"value": _value, "value_and_grad": jax.value_and_grad(_value), "value_grad_hessian": _vgh}
+_FUNCTIONS = {"value": _value, "value_and_grad": jax.value_and_grad(_value),
+              "value_grad_hessian": problem_value_grad_hessian}
 
 
 def host_output_sharding(device):
@@ -59,6 +56,8 @@ def _compiled(kind: str, out_sharding=None):
     """The module-level compiled call of ``kind`` (value, value_and_grad, value_grad_hessian), writing its
     results to ``out_sharding`` (None: the default placement). Cached, so a new cost object
     with the same problem structure reuses the compiled code."""
+    if out_sharding is None and kind == "value_grad_hessian":  # the program fitting's reports run
+        return compiled_value_grad_hessian
     placement = {} if out_sharding is None else {"out_shardings": out_sharding}
     return jax.jit(_FUNCTIONS[kind], **placement)
 

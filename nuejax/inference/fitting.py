@@ -29,9 +29,9 @@ from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
 
-__all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "compiled_solver", "costly_objective",
+__all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
-           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "profile_starts", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_rows", "value_grad_hess",
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_MIN", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -296,15 +296,22 @@ def row_solver():
     return persistent(jax.jit(over_rows(one, (None, 0, 0, None, None), costly)), "solver-rows")
 
 
-#: Accelerators' launches of :func:`solve_rows` are padded to the next power of two up to this many
-#: rows, and to a multiple of it beyond (padded rows are computed there: at most this many).
+#: Accelerators' launches of :func:`solve_rows` are padded to the next power of two, at least
+#: :data:`ROW_LAUNCH_MIN` rows, up to this many rows, and to a multiple of it beyond (padded rows
+#: are computed there: at most this many).
 ROW_LAUNCH_QUANTUM = 1024
+#: The fewest rows of an accelerator's launch of :func:`solve_rows`: a fit's multi-start design (8
+#: starts), MIGRAD's Newton finish (1 row) and the profile errors (2-4 rows) then run one program;
+#: a launch of a few rows costs its latency, whatever their number.
+ROW_LAUNCH_MIN = 8
 
 
 def _row_launch(r: int, step: int, sequential: bool) -> int:
     """The rows a launch of ``r`` rows of :func:`solve_rows` is padded to (its docstring)."""
     if jax.default_backend() != "cpu":
-        return 1 << (r - 1).bit_length() if r <= ROW_LAUNCH_QUANTUM else -(-r // ROW_LAUNCH_QUANTUM) * ROW_LAUNCH_QUANTUM
+        if r > ROW_LAUNCH_QUANTUM:
+            return -(-r // ROW_LAUNCH_QUANTUM) * ROW_LAUNCH_QUANTUM
+        return max(ROW_LAUNCH_MIN, 1 << (r - 1).bit_length())
     return max(r, CPU_CHUNK) if sequential else padded_rows(r, step)
 
 
@@ -321,7 +328,7 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     :func:`launch_size`); on the CPU, where the rows of a costly problem are fitted one after
     another and a padded row is not fitted (:func:`over_rows`), every launch is padded to
     :data:`CPU_CHUNK` rows, so that launches of any length run one program; elsewhere to the next
-    power of two (:data:`ROW_LAUNCH_QUANTUM`). ``group``: consecutive rows per point (``progress`` counts points: ``label:
+    power of two (:data:`ROW_LAUNCH_MIN`, :data:`ROW_LAUNCH_QUANTUM`). ``group``: consecutive rows per point (``progress`` counts points: ``label:
     k/n points`` after each launch, where there is more than one)."""
     dt = problem.values.dtype
     x0 = np.asarray(x0, dtype=float)
@@ -546,12 +553,20 @@ def best_of_starts(res, axis: int = 0):
     return best, k, n_at, gap
 
 
-_vgh_jit = jax.jit(value_grad_hessian)
+def problem_value_grad_hessian(x, problem):
+    """:func:`value_grad_hessian` of ``problem`` at ``x``, nothing held per point."""
+    return value_grad_hessian(x, (problem, jnp.zeros(0, dtype=problem.values.dtype)))
+
+
+#: :func:`problem_value_grad_hessian` compiled: one program for the end-point reports here and the
+#: MINUIT cost's Hessian where the cost keeps its results in the default placement (the CPU;
+#: :class:`~nuejax.inference.cost.NLLCost`), instead of one each (1.4 s on 2 cores, the demo's model).
+compiled_value_grad_hessian = jax.jit(problem_value_grad_hessian)
 
 
 def value_grad_hess(problem, x):
     """-2 ln L, gradient and Hessian at the fitted-parameter vector ``x`` (numpy)."""
-    v, g, H = _vgh_jit(jnp.asarray(x), (problem, jnp.zeros(0, dtype=problem.values.dtype)))
+    v, g, H = compiled_value_grad_hessian(jnp.asarray(x), problem)
     return float(v), np.asarray(g), np.asarray(H)
 
 
