@@ -263,10 +263,10 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str):
     one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol)
 
     def on_data(problem, data, aux, fixed, x0):
-        fit = lambda x: one(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x)  # noqa: E731
+        pr = dataclasses.replace(problem, data=data, aux_flat=aux)
+        fit = lambda x: one(pr, fixed, x)  # noqa: E731
         if x0.ndim == 2:  # a multi-start design: each start a row of its own
-            costly = lambda x: costly_objective(dataclasses.replace(problem, data=data, aux_flat=aux), fixed, x)  # noqa: E731
-            return over_rows(fit, (0,), costly)(x0)
+            return over_rows(fit, (0,), lambda x: costly_objective(pr, fixed, x))(x0)
         return fit(x0)
 
     def costly(problem, data, aux, fixed, x0):
@@ -355,7 +355,8 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     sequential = jax.default_backend() == "cpu" and costly_objective(
         problem, jax.tree_util.tree_map(lambda a: a[0], fixed), x0[0])
     solve = row_solver()
-    shell = problem
+    # the last distinct row each point needs (progress: a point is done once that one is)
+    last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1)) if progress is not None else None
     outs = []
     for a in range(0, uniq.size, step):
         rows = uniq[a:a + step]
@@ -363,13 +364,11 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
         size = _row_launch(r, step, sequential)
         take = np.concatenate([rows, np.repeat(rows[:1], size - r)])
         f = jax.tree_util.tree_map(lambda v: jnp.asarray(v[take], dtype=dt if v.dtype.kind == "f" else v.dtype), fixed)  # noqa: B023
-        out = solve(shell, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)),
+        out = solve(problem, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)),
                     jnp.asarray(edm_tol, dtype=dt))
         if progress is not None and uniq.size > step:
             jax.block_until_ready(out.fun)
-            done = a + r  # points all of whose rows are fitted
-            last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1))
-            progress(f"{label}: {int(np.sum(last < done))}/{last.size} points")
+            progress(f"{label}: {int(np.sum(last < a + r))}/{last.size} points")
         outs.append((out, r))
     outs = [jax.tree_util.tree_map(lambda v: np.asarray(v)[:r], out) for out, r in outs]  # noqa: B023
     res = outs[0] if len(outs) == 1 else jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outs)
