@@ -30,3 +30,41 @@ def test_a_components_sm_spectrum_equals_the_usual_programs():
     np.testing.assert_allclose(np.asarray(f), np.asarray(f0), rtol=1e-13, atol=0)
     assert float(r) == pytest.approx(float(r0), rel=1e-13)
     assert np.all(np.asarray(f) > 0)
+
+
+def _lowered_programs(run):
+    """``run()`` and the number of XLA programs JAX lowered meanwhile (in this process; a program
+    found in the persistent compilation cache is lowered too)."""
+    count = {"n": 0, "on": True}
+
+    def listen(event, secs, **kw):
+        if count["on"] and event.endswith("jaxpr_to_mlir_module_duration"):
+            count["n"] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        out = run()
+    finally:
+        count["on"] = False
+    return out, count["n"]
+
+
+def test_fixed_tensors_and_rates_compile_a_few_programs_not_one_per_step():
+    """A component's precomputed tensors and the SM rates of a model's sources are compiled as a
+    few programs: evaluated op by op they lowered some fifty small programs per component (most
+    of a Phase-III model's first build). Shapes no other test uses, so that nothing is compiled
+    already; the rates equal ``event_rate``'s."""
+    from nuejax.physics.precomputed import precompute_spectrum
+    from nuejax.physics.rates import source_rates
+    from nuejax.physics.spectra import build_source, event_rate
+
+    srcs = [build_source(n, n_E=173) for n in ("13N", "15O", "7Be")]
+    t = jnp.linspace(0.003, 0.6, 41)
+    pre, n_pre = _lowered_programs(lambda: [precompute_spectrum(s, t) for s in srcs])
+    assert n_pre <= 8, n_pre  # nodes, tensors (continuum, line) and a handful of conversions
+    assert all(np.all(np.isfinite(np.asarray(p.kin))) for p in pre)
+    rates, n_rates = _lowered_programs(lambda: source_rates(srcs))
+    assert n_rates <= 3, n_rates  # one per kind (continuum, line)
+    # the rates' sources are padded to a common production profile (exact): against each unpadded
+    for s, r in zip(srcs, rates):
+        assert r == pytest.approx(float(jax.jit(event_rate)(s)), rel=1e-13)

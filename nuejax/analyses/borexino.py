@@ -49,7 +49,8 @@ from ..model.signals import MediatorSignals, SolarSignals
 from ..model.template_model import template_model
 from ..model.templates import GaussianPeak, shape_template
 from ..physics.oscillation import OscillationParams
-from ..physics.spectra import build_source, event_rate, uniform_recoil_edges
+from ..physics.rates import source_rates
+from ..physics.spectra import build_source, uniform_recoil_edges
 
 __all__ = ["EXPOSURE", "SOLAR", "BACKGROUNDS", "PUBLISHED_CNO", "SSM_UNCERTAINTY", "Phase3Choices", "phase3_data",
            "calibration_targets", "borexino_phase3_model", "sm_rates", "ssm_constrained"]
@@ -106,9 +107,9 @@ _GROUPS = {**{k: v[1] for k, v in SOLAR.items()}, "rate_8B": ("8B",)}
 def sm_rates(solar_model: str = "gs98") -> dict:
     """nuejax's SM rate [cpd/100 t, zero threshold] of each solar rate parameter (B16 fluxes,
     NuFIT 6.0 oscillations, BKS cross section): what the rate parameters mean at the SSM."""
-    osc = OscillationParams()
-    return {n: float(sum(event_rate(build_source(label, solar_model=solar_model), osc=osc) for label in labels))
-            for n, labels in _GROUPS.items()}
+    labels = [label for group in _GROUPS.values() for label in group]
+    rate = dict(zip(labels, source_rates([build_source(label, solar_model=solar_model) for label in labels])))
+    return {n: float(sum(rate[label] for label in group)) for n, group in _GROUPS.items()}
 
 
 def ssm_constrained(model: Model, rates: dict | None = None) -> Model:
@@ -160,14 +161,16 @@ def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, gen
     osc = OscillationParams()
     groups = _GROUPS
     signals = []
+    sources = {label: build_source(label) for labels in groups.values() for label in labels}
+    rate = dict(zip(sources, source_rates(sources.values(), osc, radiative=radiative)))
     for rate_name, labels in groups.items():
         members = []
         for label in labels:
-            src = build_source(label)
+            src = sources[label]
             hist = expected_histogram(src, uniform_recoil_edges(float(src.t_end), n_T), pe_edges, params, table, osc,
                                       radiative=radiative)
             members.append((signal_component(label, pe_edges, norm=rate_name, hist=hist, radiative=radiative),
-                            float(event_rate(src, osc=osc, radiative=radiative))))
+                            rate[label]))
         total = sum(r for _, r in members)
         signals += [dataclasses.replace(s, kernel=s.kernel / total) for s, _ in members]
     names = tuple(groups)
@@ -266,7 +269,7 @@ def _assemble(choices: Phase3Choices, data_edges, edges, response, fast: bool):
         conv = dict(normalisation="zero_threshold", drawn_rate=drawn) if drawn else dict(normalisation="integral")
         templates.append(shape_template(sh.edges, sh.density, edges, name=stem, **conv))
         tnames.append(n)
-    b8_rate = float(event_rate(build_source("8B"), osc=OscillationParams()))
+    b8_rate = source_rates([build_source("8B")])[0]
     starts = {"rate_pp": 131.1, "rate_7Be": 47.9, "rate_pep": 2.74, "rate_CNO": 5.0, "rate_8B": b8_rate,
               "rate_210Bi": 10.0, "rate_11C": 2.0, "rate_85Kr": 4.0, "rate_ext_214Bi": 0.65, "rate_ext_40K": 0.26,
               "rate_ext_208Tl": 1.86}

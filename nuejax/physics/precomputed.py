@@ -29,7 +29,7 @@ so the derivatives in ε and μ_ν never touch the node arrays. The tests compar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +39,7 @@ from .._internal.build_jit import build_jit
 from .cross_section import NewPhysics, MM_SCALE_SIGMA0, as_float, mm_shape, bks_couplings, tree_couplings, weak_kinematics
 from .oscillation import (PRODUCTION_NODES, OscillationParams, ProductionProfile, is_zero, flavour_affine, mean_cos2m,
                           pad_profile, production_quadrature)
-from .spectra import SolarSource, grid_position, energy_nodes
+from .spectra import SolarSource, energy_nodes, grid_position, shape_only
 
 __all__ = ["PrecomputedSpectrum", "precompute_spectrum", "precomputed_recoil_spectrum", "nsi_coefficients",
            "probe_points", "coefficients_from_probes", "SpectrumGroup", "group_spectra", "group_recoil_spectra",
@@ -114,41 +114,56 @@ def _node_positions(source: SolarSource, E):
     return grid_position(E, grid, np)
 
 
-@build_jit(static_argnums=3)
-def _weighted_kinematics(T, E, W, radiative):
+@build_jit(static_argnums=2)
+def _continuum_nodes(source, T, n_quad):
+    # one compiled program instead of a dozen eager steps (each a small XLA compilation)
+    return energy_nodes(source, T, n_quad)
+
+
+@build_jit(static_argnums=(6, 7))
+def _fixed_tensors(T, E, W, index, frac, values, radiative, dtype):
     # One compiled program per shape: evaluated eagerly, the elementwise steps dispatched dozens
     # of small XLA compilations per component (most of a model's build time).
     valid, K, _, _ = weak_kinematics(T[:, None], E, radiative=radiative)
     K = jnp.where(valid[..., None], K, 0.0)
     mm = mm_shape(T[:, None], E) * MM_SCALE_SIGMA0**2
-    return W * jnp.concatenate([jnp.moveaxis(K, -1, 0), mm[None]])
+    kin = W * jnp.concatenate([jnp.moveaxis(K, -1, 0), mm[None]])
+    if radiative:
+        gL, gR = bks_couplings(T)  # (n_T, 3); bks_couplings guards T below 1e-7 MeV
+    else:
+        gL, gR = (jnp.broadcast_to(g, T.shape + (3,)) for g in tree_couplings())
+    base = _interp_sums(values, index, frac, kin)
+    return tuple(a.astype(dtype) for a in (kin, gL.T, gR.T, base))
 
 
 def precompute_spectrum(source: SolarSource, T, *, radiative: bool = True, n_quad: int = 48) -> PrecomputedSpectrum:
     """Precompute the weighted kinematic factors and couplings of ``source`` at the recoil energies ``T`` (n_T,)."""
     T = jnp.asarray(T, dtype=source.energies.dtype)
     if source.is_line:
-        E = jnp.broadcast_to(source.energies, T.shape + source.energies.shape)
-        W = jnp.ones_like(E)
+        E = np.broadcast_to(np.asarray(source.energies), T.shape + source.energies.shape)
+        W = np.ones(E.shape)
     else:
-        E, W = energy_nodes(source, T, n_quad)
+        # the nodes read the energy grid alone: the compiled program is shared by every continuum
+        E, W = _continuum_nodes(replace(shape_only(source), weights=None, profile=None, flux=None), T, n_quad)
     index, frac, inside = _node_positions(source, E)
-    W = jnp.where(jnp.asarray(inside), W, 0.0)
     dt = source.energies.dtype
     # The fixed tensors are computed in float64 when JAX allows it and then stored in the source's
     # dtype: the BKS loop function cancels at small T in float32 (3.5e-4 at T = 0 for pp).
     hi = jnp.float64 if jax.config.jax_enable_x64 else dt
-    T_hi = T.astype(hi)
-    kin = _weighted_kinematics(T_hi, jnp.asarray(E, dtype=hi), jnp.asarray(W, dtype=hi), radiative)
-    if radiative:
-        gL, gR = bks_couplings(T_hi)  # (n_T, 3); bks_couplings guards T below 1e-7 MeV
-    else:
-        gL, gR = (jnp.broadcast_to(g, T.shape + (3,)) for g in tree_couplings())
-    index = jnp.asarray(index, dtype=jnp.int32)
-    base = _interp_sums(source.weights.astype(hi), index, jnp.asarray(frac, dtype=hi), kin)
-    frac = jnp.asarray(frac, dtype=dt)
-    return PrecomputedSpectrum(E, W, index, frac, kin.astype(dt), jnp.asarray(gL.T, dtype=dt),
-                               jnp.asarray(gR.T, dtype=dt), base.astype(dt))
+    W = np.where(inside, np.asarray(W), 0.0)
+    kin, gL, gR, base = _fixed_tensors(T.astype(hi), jnp.asarray(E, dtype=hi), jnp.asarray(W, dtype=hi),
+                                       jnp.asarray(index, dtype=jnp.int32), jnp.asarray(frac, dtype=hi),
+                                       source.weights.astype(hi), radiative, np.dtype(dt))
+    return PrecomputedSpectrum(jnp.asarray(E, dtype=dt), jnp.asarray(W, dtype=dt), jnp.asarray(index, dtype=jnp.int32),
+                               jnp.asarray(frac, dtype=dt), kin, gL, gR, base)
+
+
+def _stack(arrays):
+    """``jnp.stack(arrays)``, done by numpy where no array is traced: eager stacks compile one small
+    XLA program per shape (ten of them, 1.5 s of a Phase-III build's first run on 2 cores)."""
+    if any(isinstance(a, jax.core.Tracer) for a in arrays):
+        return jnp.stack(arrays)
+    return jnp.asarray(np.stack([np.asarray(a) for a in arrays]))
 
 
 def _interp_at(t, index, frac):
@@ -255,9 +270,9 @@ def group_spectra(sources, pres, production_nodes: int | None = PRODUCTION_NODES
         n_e = np.stack([p.n_e for p in prof])
         zw = np.stack([p.weight for p in prof])
         dt = sources[idx[0]].energies.dtype
-        pre = jax.tree.map(lambda *a: jnp.stack(a), *[pres[i] for i in idx])
-        groups.append(SpectrumGroup(jnp.stack([sources[i].energies for i in idx]),
-                                    jnp.stack([sources[i].weights for i in idx]),
+        pre = jax.tree.map(lambda *a: _stack(a), *[pres[i] for i in idx])
+        groups.append(SpectrumGroup(_stack([sources[i].energies for i in idx]),
+                                    _stack([sources[i].weights for i in idx]),
                                     ProductionProfile(jnp.asarray(n_e, dtype=dt), jnp.asarray(zw, dtype=dt)), pre))
     return tuple(groups), tuple(tuple(m) for m in members)
 
