@@ -8,6 +8,7 @@ from iminuit import Minuit
 
 from nuejax.inference import FitProblem, NLLCost, fit, interval_from_profile, newton_fit, profile_scan, profile_scan_2d
 from nuejax.inference.newton import newton_minimize
+from nuejax.inference.problem import Pins
 from nuejax.model.fast import fast_model
 from nuejax.validation.injection import injection_recovery
 
@@ -360,6 +361,23 @@ def test_solve_rows_fits_distinct_rows_once_and_keeps_its_program(models):
         fitting.solve_rows(s, rows[None])
 
 
+def test_cheap_rows_reads_the_cost_of_a_rows_hessian(models, monkeypatch):
+    """cheap_rows: XLA's cost analysis of one row's value, gradient and Hessian, against
+    ACCELERATOR_ROW_BYTES (the fast model's row moves far fewer bytes than the threshold; a
+    threshold below its cost makes it costly), and more bytes than −2 ln L alone."""
+    from nuejax.inference import fitting
+
+    m, fm, data = models
+    s = FitProblem.create(fm, data)
+    fixed = Pins(np.zeros(len(s.names), dtype=bool), np.zeros(len(s.names)))
+    x = np.asarray(s.start(), dtype=float)
+    vgh = fitting._row_cost("vgh", s, fixed, x)["bytes accessed"]
+    assert vgh > fitting._row_cost("objective", s, fixed, x)["bytes accessed"] > 0
+    assert fitting.cheap_rows(s, fixed, x)
+    monkeypatch.setattr(fitting, "ACCELERATOR_ROW_BYTES", vgh / 2)
+    assert not fitting.cheap_rows(s, fixed, x)
+
+
 def test_row_launch_sizes(monkeypatch):
     """Launch sizes of solve_rows: CPU row-by-row launches padded to CPU_CHUNK (one program for
     any length up to it), vmapped CPU launches to a power of two, accelerators' to a power of two
@@ -372,3 +390,6 @@ def test_row_launch_sizes(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     q = fitting.ROW_LAUNCH_QUANTUM
     assert [fitting._row_launch(r, 1 << 30, False) for r in (1, 4, 8, 9, q, q + 1)] == [8, 8, 8, 16, q, 2 * q]
+    cheap = fitting.ROW_LAUNCH_MIN_CHEAP
+    assert [fitting._row_launch(r, 1 << 30, False, cheap) for r in (1, cheap, cheap + 1, q + 1)] == [
+        cheap, cheap, 2 * cheap, 2 * q]

@@ -7,7 +7,8 @@ and one batched eigh of the same size.
 For the general path (25 free parameters) and the fast path (23): ``multistart`` from
 ``run.py``'s start with the default design, timed whole and per launch; the iterations of every
 start; one start alone; and the per-iteration pieces (``value_grad_hessian`` vmapped over the
-starts, ``jnp.linalg.eigh`` of that many d × d matrices).
+starts and over 64 rows, ``jnp.linalg.eigh`` of that many d × d matrices). ``--row-launch-min``
+sets ``fitting.ROW_LAUNCH_MIN`` (the fewest rows of an accelerator's launch) for the run.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true", help="workload.QUICK_DIMS instead of the paper's")
+    ap.add_argument("--row-launch-min", type=int, default=None,
+                    help="fitting.ROW_LAUNCH_MIN for this run (the fewest rows of an accelerator's launch)")
     a = ap.parse_args(argv)
     import jax
     import jax.numpy as jnp
@@ -53,6 +56,8 @@ def main(argv=None):
     from nuejax.model import fast_model
 
     warnings.simplefilter("ignore")
+    if a.row_launch_min is not None:
+        fitting.ROW_LAUNCH_MIN = a.row_launch_min
     model = workload.build(**(workload.QUICK_DIMS if a.quick else workload.PAPER_DIMS))
     data = model.asimov(model.parameters.values(workload.INJECTED))
     fast = fast_model(model.with_parameters(model.parameters.fix("sin2_theta12", "dm2_21")))
@@ -92,6 +97,8 @@ def main(argv=None):
         r_one = jax.tree_util.tree_map(lambda v: v[0], fitting.solve_rows(s, x0s[:1]))
         vgh = jax.jit(jax.vmap(lambda x, s: fitting.value_grad_hessian(x, (s, fixed)), in_axes=(0, None)))
         t_vgh = _best_time(lambda: vgh(jnp.asarray(x0s), s), a.repeat)
+        x64 = jnp.asarray(np.resize(x0s, (64, x0s.shape[-1])))  # the design's starts repeated to 64 rows
+        t_vgh64 = _best_time(lambda: vgh(x64, s), a.repeat)
         d = x0s.shape[-1]
         H = jnp.asarray(np.tile(np.eye(d) + 0.1, (len(x0s), 1, 1)))
         eigh = jax.jit(jnp.linalg.eigh)
@@ -99,7 +106,8 @@ def main(argv=None):
         row = {"n_starts": int(n), "n_free": int(d), "first_s": first, "multistart_s": whole,
                "launches_s": launches, "iterations": np.asarray(res.n_iter).tolist(),
                "status": np.asarray(res.status).tolist(), "one_start_s": t_one, "one_start_iterations": int(r_one.n_iter),
-               "vgh_batched_ms": t_vgh * 1e3, "eigh_batched_ms": t_eigh * 1e3, "best_fun": float(best.fun),
+               "vgh_batched_ms": t_vgh * 1e3, "vgh_64_rows_ms": t_vgh64 * 1e3,
+               "row_launch_min": fitting.ROW_LAUNCH_MIN, "eigh_batched_ms": t_eigh * 1e3, "best_fun": float(best.fun),
                "minima": len(minima)}
         out["paths"][label] = row
         print(label, json.dumps(row), flush=True)

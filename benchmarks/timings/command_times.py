@@ -7,7 +7,8 @@ with an empty cache folder (no model tensors, no compiled programs: a fresh mach
 the cache that run left, and ``warm_no_compilation_cache`` with the tensor cache warm but JAX's
 compilation cache switched off (``NUEJAX_COMPILATION_CACHE=0``: what the warm runs cost before it
 existed). ``--runs`` picks some of these; ``--keep`` leaves the folder's caches in place, so that a
-later call (another device session) can time warm runs. Each record holds the command's own
+later call (another device session) can time warm runs. ``--prelude`` runs Python statements
+before the command (``python -c``, then the package's ``__main__``): a probe's setting. Each record holds the command's own
 ``seconds`` (from its JSON) beside the process's wall time, the date, the device and JAX's
 version. Results are appended to ``--out`` (a JSON list), so one file gathers several calls.
 """
@@ -42,18 +43,22 @@ def _device() -> dict:
     return info
 
 
-def _run(command: str, extra: list, env: dict, out_dir: Path, timeout: float | None = None) -> dict:
-    cmd = [sys.executable, "-m", "nuejax", command, "--json", "--out", str(out_dir)] + extra
+def _run(command: str, extra: list, env: dict, out_dir: Path, timeout: float | None = None,
+         prelude: str = "") -> dict:
+    launch = ["-m", "nuejax"]
+    if prelude:  # a probe's setting, then the package's __main__ as `python -m nuejax` runs it
+        launch = ["-c", prelude + "; import runpy; runpy.run_module('nuejax', run_name='__main__', alter_sys=True)"]
+    cmd = [sys.executable] + launch + [command, "--json", "--out", str(out_dir)] + extra
     if command in NO_PLOTS:
         cmd.append("--no-plots")
     t0 = time.perf_counter()
     try:  # on a timeout subprocess.run kills the command's process (no leftover run on the device)
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"command": " ".join(["nuejax"] + cmd[3:]), "wall_s": None, "rc": None,
+        return {"command": " ".join(["nuejax"] + cmd[3:]), "prelude": prelude or None, "wall_s": None, "rc": None,
                 "timed_out_after_s": timeout}
     wall = time.perf_counter() - t0
-    rec = {"command": " ".join(["nuejax"] + cmd[3:]), "wall_s": wall, "rc": p.returncode,
+    rec = {"command": " ".join(["nuejax"] + cmd[3:]), "prelude": prelude or None, "wall_s": wall, "rc": p.returncode,
            "load_average_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
     if p.returncode != 0:
         rec["stderr_tail"] = p.stderr[-2000:]
@@ -76,6 +81,8 @@ def main(argv=None):
     ap.add_argument("--runs", default="first,warm,warm_no_compilation_cache")
     ap.add_argument("--extra", default="", help="extra arguments for every command (one string)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds a run may take before it is killed")
+    ap.add_argument("--prelude", default="", help="Python statements run before the command (a probe's "
+                    "setting, e.g. 'import nuejax.inference.fitting as f; f.ROW_LAUNCH_MIN = 64')")
     a = ap.parse_args(argv)
     cache = Path(a.cache)
     out = Path(a.out)
@@ -92,7 +99,7 @@ def main(argv=None):
                 env["NUEJAX_COMPILATION_CACHE"] = "0"
             elif run != "warm":
                 raise SystemExit(f"--runs: unknown run {run!r} (first, warm, warm_no_compilation_cache)")
-            rec = dict(_run(command, a.extra.split(), env, work, a.timeout), run=run,
+            rec = dict(_run(command, a.extra.split(), env, work, a.timeout, a.prelude), run=run,
                        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **dev)
             print(json.dumps(rec), flush=True)
             records.append(rec)

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..cache import cached, treedef_digest
 from .._internal.exported import persistent
 from ..model.likelihood import BinnedPoisson, poisson_nll
 from .newton import STATUS, kkt, minimize_bounded, snap_to_bounds
@@ -29,9 +30,9 @@ from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
 
-__all__ = ["CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
+__all__ = ["ACCELERATOR_ROW_BYTES", "CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "cheap_rows", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
-           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_MIN", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_rows", "value_grad_hess",
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -297,21 +298,35 @@ def row_solver():
 
 
 #: Accelerators' launches of :func:`solve_rows` are padded to the next power of two, at least
-#: :data:`ROW_LAUNCH_MIN` rows, up to this many rows, and to a multiple of it beyond (padded rows
-#: are computed there: at most this many).
+#: :data:`ROW_LAUNCH_MIN` rows (:data:`ROW_LAUNCH_MIN_CHEAP` where rows are cheap), up to this many
+#: rows, and to a multiple of it beyond (padded rows are computed there: at most this many).
 ROW_LAUNCH_QUANTUM = 1024
-#: The fewest rows of an accelerator's launch of :func:`solve_rows`: a fit's multi-start design (8
-#: starts), MIGRAD's Newton finish (1 row) and the profile errors (2-4 rows) then run one program;
-#: a launch of a few rows costs its latency, whatever their number.
+#: The fewest rows of an accelerator's launch of :func:`solve_rows` where a row is costly
+#: (:func:`cheap_rows`): a fit's multi-start design (8 starts), MIGRAD's Newton finish (1 row) and
+#: the profile errors (2-4 rows) then run one program; a launch of a few rows costs its latency,
+#: whatever their number.
 ROW_LAUNCH_MIN = 8
+#: The fewest rows of an accelerator's launch where rows are cheap (:func:`cheap_rows`): the
+#: design, the finish, the profile errors and scans of up to 64 rows then run one program. On one
+#: H200 a launch of 64 rows cost what one of 8 does for the Phase-III and XENONnT problems, and
+#: `nuejax xenonnt`'s first run took 99 s instead of 158 s, `nuejax borexino`'s 51 s instead of
+#: 74 s (fewer solver programs to compile; benchmarks/NOTES.md).
+ROW_LAUNCH_MIN_CHEAP = 64
+#: Rows are cheap on an accelerator when one row's value, gradient and Hessian move fewer bytes
+#: than this (XLA's cost analysis): the Phase-III and XENONnT problems move 6e8-9e8, the paper
+#: workload's fast path 1e7, while its general path (25 fitted parameters, 1.2e10 bytes) took
+#: 5 ms for 8 rows and 30 ms for 64 on one H200, so that padding its 8-start design to 64 rows
+#: made the fit 1.9 s -> 11.9 s (benchmarks/NOTES.md).
+ACCELERATOR_ROW_BYTES = 3e9
 
 
-def _row_launch(r: int, step: int, sequential: bool) -> int:
-    """The rows a launch of ``r`` rows of :func:`solve_rows` is padded to (its docstring)."""
+def _row_launch(r: int, step: int, sequential: bool, least: int = ROW_LAUNCH_MIN) -> int:
+    """The rows a launch of ``r`` rows of :func:`solve_rows` is padded to (its docstring);
+    ``least``: the fewest rows of an accelerator's launch."""
     if jax.default_backend() != "cpu":
         if r > ROW_LAUNCH_QUANTUM:
             return -(-r // ROW_LAUNCH_QUANTUM) * ROW_LAUNCH_QUANTUM
-        return max(ROW_LAUNCH_MIN, 1 << (r - 1).bit_length())
+        return max(least, 1 << (r - 1).bit_length())
     return max(r, CPU_CHUNK) if sequential else padded_rows(r, step)
 
 
@@ -328,7 +343,8 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     :func:`launch_size`); on the CPU, where the rows of a costly problem are fitted one after
     another and a padded row is not fitted (:func:`over_rows`), every launch is padded to
     :data:`CPU_CHUNK` rows, so that launches of any length run one program; elsewhere to the next
-    power of two (:data:`ROW_LAUNCH_MIN`, :data:`ROW_LAUNCH_QUANTUM`). ``group``: consecutive rows per point (``progress`` counts points: ``label:
+    power of two (:data:`ROW_LAUNCH_MIN`, or :data:`ROW_LAUNCH_MIN_CHEAP` where rows are cheap:
+    :func:`cheap_rows`; :data:`ROW_LAUNCH_QUANTUM`). ``group``: consecutive rows per point (``progress`` counts points: ``label:
     k/n points`` after each launch, where there is more than one)."""
     dt = problem.values.dtype
     x0 = np.asarray(x0, dtype=float)
@@ -352,8 +368,11 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     rank[order] = np.arange(order.size)
     uniq, inverse = first[order], rank[np.asarray(inverse).ravel()]
     step = launch_size(1 << 30, None if chunk is None else int(chunk) * int(group))
-    sequential = jax.default_backend() == "cpu" and costly_objective(
-        problem, jax.tree_util.tree_map(lambda a: a[0], fixed), x0[0])
+    first_row = jax.tree_util.tree_map(lambda a: a[0], fixed)
+    sequential = jax.default_backend() == "cpu" and costly_objective(problem, first_row, x0[0])
+    least = ROW_LAUNCH_MIN
+    if jax.default_backend() != "cpu" and cheap_rows(problem, first_row, x0[0, 0]):
+        least = ROW_LAUNCH_MIN_CHEAP
     solve = row_solver()
     # the last distinct row each point needs (progress: a point is done once that one is)
     last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1)) if progress is not None else None
@@ -361,7 +380,7 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     for a in range(0, uniq.size, step):
         rows = uniq[a:a + step]
         r = rows.size
-        size = _row_launch(r, step, sequential)
+        size = _row_launch(r, step, sequential, least)
         take = np.concatenate([rows, np.repeat(rows[:1], size - r)])
         f = jax.tree_util.tree_map(lambda v: jnp.asarray(v[take], dtype=dt if v.dtype.kind == "f" else v.dtype), fixed)  # noqa: B023
         out = solve(problem, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)),
@@ -396,28 +415,52 @@ def _shapes(tree):
 _COSTLY: dict = {}
 
 
-def costly_objective(problem, fixed, x) -> bool:
-    """Whether one evaluation of -2 ln L of ``problem`` at a start ``x`` (its last axis the fitted
-    parameters) costs at least :data:`CPU_ROW_FLOPS` flops, by XLA's cost analysis of the lowered
-    program (decided while tracing, from shapes alone; remembered per structure and shapes, as a
-    solver asks twice: for its rows and for its Hessian route)."""
+def _row_cost(kind: str, problem, fixed, x) -> dict:
+    """XLA's cost analysis of one row of ``problem`` at a start ``x`` (its last axis the fitted
+    parameters): of −2 ln L (``kind='objective'``) or of its value, gradient and Hessian
+    (``'vgh'``). Decided while tracing, from shapes alone; remembered per kind, structure and
+    shapes (a solver asks more than once)."""
     x1 = jnp.reshape(x, (-1, jnp.shape(x)[-1]))[0]
     shapes = _shapes((x1, (problem, fixed)))
     leaves, tree = jax.tree_util.tree_flatten(shapes)
     try:
-        key = (tree, tuple((a.shape, str(a.dtype)) for a in leaves))
+        key = (kind, tree, tuple((a.shape, str(a.dtype)) for a in leaves))
         hash(key)
     except TypeError:  # a static field that does not hash: ask XLA every time
         key = None
     if key is not None and key in _COSTLY:
         return _COSTLY[key]
-    cost = jax.jit(objective).lower(*shapes).cost_analysis()
-    if isinstance(cost, (list, tuple)):  # older JAX: one dict per program
-        cost = cost[0] if cost else {}
-    out = float((cost or {}).get("flops", 0.0)) >= CPU_ROW_FLOPS
+    fun = objective if kind == "objective" else value_grad_hessian
+
+    def analyse():
+        cost = jax.jit(fun).lower(*shapes).cost_analysis()
+        if isinstance(cost, (list, tuple)):  # older JAX: one dict per program
+            cost = cost[0] if cost else {}
+        return {k: float(v) for k, v in dict(cost or {}).items()}
+
+    # A Hessian's lowering takes 1-2 s on 2 cores, in every process: kept in the on-disk cache
+    # (nuejax.cache) by the structure's digest, where the structure can be keyed.
+    digest = treedef_digest(tree, leaves) if kind == "vgh" else None
+    cost = analyse() if digest is None else cached("cost", kind, {"structure": digest}, analyse)
     if key is not None:
-        _COSTLY[key] = out
-    return out
+        _COSTLY[key] = cost
+    return cost
+
+
+def costly_objective(problem, fixed, x) -> bool:
+    """Whether one evaluation of -2 ln L of ``problem`` at a start ``x`` (its last axis the fitted
+    parameters) costs at least :data:`CPU_ROW_FLOPS` flops, by XLA's cost analysis of the lowered
+    program (decided while tracing, from shapes alone; remembered per structure and shapes, as a
+    solver asks twice: for its rows and for its Hessian route)."""
+    return float(_row_cost("objective", problem, fixed, x).get("flops", 0.0)) >= CPU_ROW_FLOPS
+
+
+def cheap_rows(problem, fixed, x) -> bool:
+    """Whether one row's value, gradient and Hessian of ``problem`` at a start ``x`` move fewer
+    than :data:`ACCELERATOR_ROW_BYTES` bytes (XLA's cost analysis, from shapes alone, remembered):
+    then an accelerator's launch of :data:`ROW_LAUNCH_MIN_CHEAP` rows costs what a smaller one
+    does."""
+    return float(_row_cost("vgh", problem, fixed, x).get("bytes accessed", np.inf)) < ACCELERATOR_ROW_BYTES
 
 
 def over_rows(f, in_axes, sequential=None):
