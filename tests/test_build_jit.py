@@ -17,6 +17,14 @@ def test_the_cpu_runs_the_level_0_program_with_the_usual_numbers():
     assert float(got) == pytest.approx(float(ref), rel=1e-14)
 
 
+def test_a_build_program_called_inside_another_trace_is_inlined():
+    """Under jit or grad the plain jit runs (XLA options belong to the top-level program)."""
+    f = build_jit(lambda x: jnp.sum(jnp.sin(x) ** 2))
+    x = jnp.linspace(0.0, 1.0, 7)
+    assert float(jax.jit(f)(x)) == pytest.approx(float(f(x)), rel=1e-14)
+    np.testing.assert_allclose(np.asarray(jax.grad(f)(x)), np.sin(2 * np.asarray(x)), rtol=1e-13)
+
+
 def test_a_components_sm_spectrum_equals_the_usual_programs():
     """The ¹³N SM recoil spectrum and rate of the model builder, both programs: to 1e-13."""
     from nuejax.model.borexino_like import _sm_spectrum_and_rate

@@ -26,7 +26,8 @@ CPU_BUILD_OPTIONS = {"xla_backend_optimization_level": 0}
 
 def build_jit(fun=None, **jit_kwargs):
     """``jax.jit(fun, **jit_kwargs)``, compiled with :data:`CPU_BUILD_OPTIONS` where the default
-    backend is the CPU (decided at each call: a process may choose its platform after import).
+    backend is the CPU (decided at each call: a process may choose its platform after import);
+    called inside another trace, the plain ``jax.jit`` (options belong to a top-level program).
     Usable as a decorator, with or without arguments."""
     if fun is None:
         return functools.partial(build_jit, **jit_kwargs)
@@ -35,7 +36,10 @@ def build_jit(fun=None, **jit_kwargs):
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
-        return (quick if jax.default_backend() == "cpu" else plain)(*args, **kwargs)
+        # inside another trace (a build step called under jit or grad) XLA's options belong to
+        # the outer program: the plain jit is inlined there
+        traced = any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves((args, kwargs)))
+        return (quick if jax.default_backend() == "cpu" and not traced else plain)(*args, **kwargs)
 
     call.plain, call.quick = plain, quick
     return call

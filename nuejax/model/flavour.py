@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from .._internal.build_jit import build_jit
 from ..errors import InputError
 from ..physics.cross_section import bks_couplings, kinematics, mm_shape, tree_couplings, weak_kinematics
 from ..physics.general_nsi import trace_form
@@ -102,8 +103,11 @@ class StateNodes:
     gR: jax.Array
 
 
+@build_jit(static_argnames=("radiative",))
 def state_nodes(pre: PrecomputedSpectrum, t_mid, *, radiative: bool = True) -> StateNodes:
-    """:class:`StateNodes` at the quadrature nodes of ``pre`` (its energies, for recoil energies ``t_mid``)."""
+    """:class:`StateNodes` at the quadrature nodes of ``pre`` (its energies, for recoil energies
+    ``t_mid``). A build step: one compiled program (op by op it compiled some forty small ones
+    per component)."""
     T = jnp.asarray(t_mid)[:, None]
     E = pre.energies
     valid, K, _, _ = weak_kinematics(T, E, radiative=radiative)

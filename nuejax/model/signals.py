@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._internal.build_jit import build_jit
 from ..errors import InputError
 from .._internal.pytree import static_field
 from ..physics.general_nsi import GeneralPhysics  # noqa: F401 (named in docstrings)
@@ -216,6 +217,13 @@ class FoldedPolynomial(NormalisedSignals):
         return jnp.einsum("k,b,kbj->j", a, polynomial_coefficients(p, self.poly_names, self.monomials), self.basis)
 
 
+@build_jit
+def _spectra_at(stage, p):
+    # a build step's evaluations of a signal stage (MediatorSignals.from_general): one compiled
+    # program; op by op the general stage compiled some 130 small ones
+    return stage(p)
+
+
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class MediatorSignals:
@@ -263,7 +271,7 @@ class MediatorSignals:
         base = {k: jnp.asarray(v) for k, v in base.items()}
 
         def at(**kw):
-            return [np.asarray(f) for f in stage({**base, **{k: jnp.asarray(v) for k, v in kw.items()}})]
+            return [np.asarray(f) for f in _spectra_at(stage, {**base, **{k: jnp.asarray(v) for k, v in kw.items()}})]
 
         r0 = at()
         plus, minus, phi, mu = (at(zprime_coupling=probe), at(zprime_coupling=-probe), at(phi_coupling=probe),
