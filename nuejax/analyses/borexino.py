@@ -107,9 +107,15 @@ _GROUPS = {**{k: v[1] for k, v in SOLAR.items()}, "rate_8B": ("8B",)}
 def sm_rates(solar_model: str = "gs98") -> dict:
     """nuejax's SM rate [cpd/100 t, zero threshold] of each solar rate parameter (B16 fluxes,
     NuFIT 6.0 oscillations, BKS cross section): what the rate parameters mean at the SSM."""
-    labels = [label for group in _GROUPS.values() for label in group]
-    rate = dict(zip(labels, source_rates([build_source(label, solar_model=solar_model) for label in labels])))
+    rate = _label_rates(solar_model)
     return {n: float(sum(rate[label] for label in group)) for n, group in _GROUPS.items()}
+
+
+def _label_rates(solar_model: str = "gs98", radiative: bool = True) -> dict:
+    """nuejax's SM rate [cpd/100 t, zero threshold] of each spectrum of :data:`_GROUPS`."""
+    labels = [label for group in _GROUPS.values() for label in group]
+    sources = [build_source(label, solar_model=solar_model) for label in labels]
+    return dict(zip(labels, source_rates(sources, radiative=radiative)))
 
 
 def ssm_constrained(model: Model, rates: dict | None = None) -> Model:
@@ -161,12 +167,11 @@ def _physics(edges, response: KeVResponse, n_T: int, radiative: bool = True, gen
     osc = OscillationParams()
     groups = _GROUPS
     signals = []
-    sources = {label: build_source(label) for labels in groups.values() for label in labels}
-    rate = dict(zip(sources, source_rates(sources.values(), osc, radiative=radiative)))
+    rate = _label_rates(radiative=radiative)
     for rate_name, labels in groups.items():
         members = []
         for label in labels:
-            src = sources[label]
+            src = build_source(label)
             hist = expected_histogram(src, uniform_recoil_edges(float(src.t_end), n_T), pe_edges, params, table, osc,
                                       radiative=radiative)
             members.append((signal_component(label, pe_edges, norm=rate_name, hist=hist, radiative=radiative),
@@ -269,7 +274,7 @@ def _assemble(choices: Phase3Choices, data_edges, edges, response, fast: bool):
         conv = dict(normalisation="zero_threshold", drawn_rate=drawn) if drawn else dict(normalisation="integral")
         templates.append(shape_template(sh.edges, sh.density, edges, name=stem, **conv))
         tnames.append(n)
-    b8_rate = source_rates([build_source("8B")])[0]
+    b8_rate = _label_rates()["8B"]
     starts = {"rate_pp": 131.1, "rate_7Be": 47.9, "rate_pep": 2.74, "rate_CNO": 5.0, "rate_8B": b8_rate,
               "rate_210Bi": 10.0, "rate_11C": 2.0, "rate_85Kr": 4.0, "rate_ext_214Bi": 0.65, "rate_ext_40K": 0.26,
               "rate_ext_208Tl": 1.86}

@@ -246,7 +246,7 @@ def _calibrate(targets, e, start, lo, hi, x0, fit_norms, n_T, n_E, solar_model, 
     edm = float(Jr @ np.linalg.lstsq(J.T @ J, Jr, rcond=None)[0]) if free.any() else 0.0
     converged = bool(res.success and edm < 1e-6)
     y = np.asarray(res.x)
-    pred = np.asarray(both(jnp.asarray(y))[2])
+    pred = at(y)[2]  # the end point is usually the last point evaluated
     tm = np.asarray(tmpl)
     pulls, rel, chi, nb, norms = {}, {}, {}, {}, {}
     for k, t in enumerate(targets):

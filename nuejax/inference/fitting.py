@@ -369,10 +369,10 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     uniq, inverse = first[order], rank[np.asarray(inverse).ravel()]
     step = launch_size(1 << 30, None if chunk is None else int(chunk) * int(group))
     first_row = jax.tree_util.tree_map(lambda a: a[0], fixed)
-    sequential = jax.default_backend() == "cpu" and costly_objective(problem, first_row, x0[0])
-    least = ROW_LAUNCH_MIN
-    if jax.default_backend() != "cpu" and cheap_rows(problem, first_row, x0[0, 0]):
-        least = ROW_LAUNCH_MIN_CHEAP
+    on_cpu = jax.default_backend() == "cpu"
+    sequential = on_cpu and costly_objective(problem, first_row, x0[0])
+    cheap = not on_cpu and cheap_rows(problem, first_row, x0[0, 0])
+    least = ROW_LAUNCH_MIN_CHEAP if cheap else ROW_LAUNCH_MIN
     solve = row_solver()
     # the last distinct row each point needs (progress: a point is done once that one is)
     last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1)) if progress is not None else None
