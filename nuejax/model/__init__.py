@@ -8,7 +8,7 @@ from .combine import CombinedModel, StackedLikelihood, combine
 from .constraints import GaussianConstraint, HalfGaussianConstraint, LogNormalConstraint, PenaltyTerm, parameter_terms
 from .fast import fast_model
 from .floating import floating_response_model
-from .folds import FloatingFold, KernelFold
+from .folds import DiagonalFold, FloatingFold, KernelFold
 from .likelihood import BinnedPoisson, UnbinnedPoisson, check_expected, poisson_nll
 from .parameters import Parameter, ParameterSet
 from .physics_params import osc_from_params, physics_from_params
@@ -24,7 +24,7 @@ from .xenon import xenon_model
 __all__ = [
     "AbstractModel", "AddShapeVariations", "ScaleBins", "code4p", "mc_stat_parameters", "shape_variation_stage",
     "CombinedModel", "StackedLikelihood", "combine", "AddPeaks", "AddTemplates", "BinnedPoisson", "UnbinnedPoisson", "Exposure", "FloatingFold", "FoldedPolynomial",
-    "GaussianConstraint", "GaussianPeak", "HalfGaussianConstraint", "KernelFold", "LogNormalConstraint", "Model",
+    "DiagonalFold", "GaussianConstraint", "GaussianPeak", "HalfGaussianConstraint", "KernelFold", "LogNormalConstraint", "Model",
     "NonIntegerCountsWarning", "Parameter", "ParameterSet", "PenaltyTerm", "PolynomialSignals", "SignalComponent",
     "SolarSignals", "SumBins", "borexino_like_model", "check_expected", "components", "default_parameters", "expected",
     "expected_direct", "fast_model", "floating_response_model", "nll", "osc_from_params", "parameter_terms",

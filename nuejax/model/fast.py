@@ -57,7 +57,7 @@ from ..errors import ModelProtocolError, ParameterError
 from ..physics.general_nsi import trace_form
 from ..physics.precomputed import group_probe_coefficients
 from .flavour import state_sums
-from .folds import KernelFold
+from .folds import DiagonalFold, KernelFold
 from .parameters import ParameterSet, unknown_name_message
 from .physics_params import GENERAL_NSI_NAMES, NONLINEAR_PHYSICS, OSC_PARAMS, general_physics_from_params, osc_from_params
 from .pipeline import Model
@@ -170,7 +170,7 @@ def fast_model(model: Model, osc_params: dict | None = None) -> Model:
     i = model.stages.index(stage)
     fold = model.stages[i + 1] if i + 1 < len(model.stages) else None
     parameters = ParameterSet(tuple(p for p in model.parameters.parameters if p.name not in baked_names))
-    if isinstance(fold, KernelFold):
+    if isinstance(fold, (KernelFold, DiagonalFold)):
         rows, poly, monomials = polynomial_basis(stage, base, model.parameters, fold.kernel_list())
         new = FoldedPolynomial(jnp.stack(rows), fold.norms, poly, monomials)
         stages = model.stages[:i] + (new,) + model.stages[i + 2:]

@@ -3,6 +3,7 @@ r"""Fold stages: from the signals' recoil spectra to expected counts in observab
 * :class:`KernelFold` -- the paper's fold through fixed 2-D kernels (Eqs. Rij, fT_norm,
   reweight_factor, fNp_reweight multiplied out into :math:`G^{(k)}`, :mod:`nuejax.reweighting`):
   :math:`x_j = \sum_k a_k \sum_i f^{(k)}_i G^{(k)}_{ij}`.
+* :class:`DiagonalFold` -- the same with diagonal kernels, an element-wise product.
 * :class:`FloatingFold` -- the analytic scintillator response recomputed in every call from the
   response parameters (light yield, Birks :math:`k_B`, resolution):
   :math:`x_j = \sum_k a_k C_k \sum_i f^{(k)}_i \sum_q w^{(k)}_{iq} P(j \mid T^{(k)}_{iq}; Y, k_B, v_0, v_1)`
@@ -29,7 +30,7 @@ from ..errors import InputError
 from .parameters import ParameterSet
 from .stages import ComponentScales
 
-__all__ = ["KernelFold", "FloatingFold", "NormalisedSignals", "RESPONSE_TERMS", "response_grid"]
+__all__ = ["DiagonalFold", "KernelFold", "FloatingFold", "NormalisedSignals", "RESPONSE_TERMS", "response_grid"]
 
 #: The response parameters of a floating fold, named like the fields of
 #: :class:`~nuejax.detector.response.ResponseParams`.
@@ -79,6 +80,54 @@ class KernelFold(NormalisedSignals):
         # one matrix-vector product over all signals; flat: no transpose
         a = jnp.stack([p[n] for n in self.norms])
         return (a[:, None] * jnp.stack(f)).reshape(-1) @ self.kernels.reshape(-1, self.kernels.shape[-1])
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class DiagonalFold(NormalisedSignals):
+    r"""The fold through fixed diagonal kernels, :math:`x_i = \sum_k a_k f^{(k)}_i d^{(k)}_i`: a
+    recoil bin's counts, with no response yet (the liquid-xenon model: :mod:`nuejax.model.xenon`,
+    whose keV response is a later stage). The same numbers as :class:`KernelFold` with the
+    kernels :math:`G^{(k)} = \mathrm{diag}(d^{(k)})`, at the cost of an element-wise product:
+    XENONnT's 9 dense 462 × 462 kernels were 15 MB read by every evaluation, 94 % of −2 ln L's
+    bytes and most of its time on 2 CPU cores (benchmarks/NOTES.md). ``scales`` (n_sig, n_T) the
+    diagonals; ``norms`` (static) each signal's normalisation parameter. Build with :meth:`create`."""
+
+    scales: jax.Array
+    norms: tuple = static_field()
+
+    @classmethod
+    def create(cls, signals) -> "DiagonalFold":
+        """From signal components whose kernels are square and diagonal, on one recoil binning.
+
+        Raises:
+            InputError: a kernel that is not square, has a nonzero entry off its diagonal (names
+                the signal and the entry), or a recoil binning that differs from the first signal's.
+        """
+        diag = []
+        for s in signals:
+            k = np.asarray(s.kernel)
+            if k.ndim != 2 or k.shape[0] != k.shape[1]:
+                raise InputError(f"DiagonalFold: the kernel of {s.name} has shape {k.shape}, not square")
+            off = k - np.diag(np.diag(k))
+            if np.any(off != 0):
+                i, j = (int(v[0]) for v in np.nonzero(off))
+                raise InputError(f"DiagonalFold: the kernel of {s.name} has the entry {k[i, j]} at ({i}, {j}), off its "
+                                 "diagonal: use KernelFold")
+            diag.append(np.diag(k))
+        if len({d.shape for d in diag}) > 1:
+            raise InputError(f"DiagonalFold: the signals' recoil binnings differ ({[d.shape[0] for d in diag]} bins)")
+        dt = jnp.result_type(*[s.kernel for s in signals])
+        return cls(jnp.asarray(np.stack(diag), dtype=dt), tuple(s.norm for s in signals))
+
+    def kernel_list(self) -> list:
+        """The kernels as dense matrices, one (n_T, n_T) per signal (for build steps that multiply
+        them out: :func:`~nuejax.model.fast.fast_model`)."""
+        return [jnp.diag(d) for d in self.scales]
+
+    def __call__(self, p, f) -> jax.Array:
+        a = jnp.stack([p[n] for n in self.norms])
+        return jnp.sum(a[:, None] * jnp.stack(f) * self.scales, axis=0)
 
 
 def response_grid(nodes, edges, parameters: ParameterSet, table: QuenchingTable, step: float, dtype) -> MeanGrid:

@@ -10,7 +10,7 @@ The pipeline (:mod:`nuejax.model.pipeline`) is the Borexino-like one with other 
 
 * signals: :class:`~nuejax.model.signals.SolarSignals` (the general evaluation) at the centres of
   uniform recoil bins in T;
-* fold: :class:`~nuejax.model.folds.KernelFold` with diagonal kernels on recoil bins whose edges
+* fold: :class:`~nuejax.model.folds.DiagonalFold` (diagonal kernels) on recoil bins whose edges
   include the shells' binding energies, each recoil bin's counts per t·yr: :math:`N_{\rm atoms}\,\Phi_k\,\Delta T_i\,\sum_s n_s\Theta(T_i - B_s)`
   (:mod:`nuejax.physics.atomic`, the stepping approximation, or free electrons), times the flux
   normalisation ``norm_*`` (1 = B16-GS98);
@@ -38,7 +38,7 @@ from ..physics.precomputed import precompute_spectrum
 from ..physics.spectra import build_source, rate_per_day_factor
 from ..precision import resolve_dtype
 from .borexino_like import DEFAULT_NORMS, check_general_options, default_parameters, general_case_fields
-from .folds import KernelFold
+from .folds import DiagonalFold
 from .likelihood import UnbinnedPoisson
 from .parameters import Parameter, ParameterSet
 from .pipeline import Model
@@ -166,7 +166,7 @@ def xenon_model(e_edges_kev, exposure_t_yr: float, *, efficiency=None, backgroun
         baked = tuple(p for p in params.parameters if p.name in OSC_PARAMS)
         params = ParameterSet(tuple(p for p in params.parameters if p.name not in OSC_PARAMS and
                                     (p.name in keep or p.name not in NEW_PHYSICS_NAMES)))
-    stages = (signal_stage, KernelFold.create(sigs),
+    stages = (signal_stage, DiagonalFold.create(sigs),
               ResponseTransform.create(t_edges, fine, dtype=dt, resolution_form="linear", **names),
               Exposure(jnp.asarray(eff, dtype=dt), 1.0)) + ((SumBins(summed),) if fine.size > e.size else ())
     if background is not None:
