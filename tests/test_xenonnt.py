@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -35,6 +36,83 @@ def test_fast_mediator_signals_equal_the_general_evaluation(mediator_models, poi
     # the stage reads every name it depends on; nothing else of the general case is left in it
     assert "eps_ee_L" not in fast.parameters.names and "sin2_theta12" not in fast.parameters.names
     assert {p.name for p in fast.baked} == {"sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23"}
+
+
+def test_the_diagonal_fold_equals_the_dense_kernel_fold(mediator_models):
+    """The xenon model's fold is an element-wise product (DiagonalFold): the same expected counts
+    and gradient as the dense KernelFold through the same diagonal kernels, on both signal paths."""
+    import jax
+
+    from nuejax.model import DiagonalFold, KernelFold
+
+    for m in mediator_models:
+        diag = m.stage(DiagonalFold)
+        dense = m.replace_stage(diag, KernelFold(jnp.stack(diag.kernel_list()), None, diag.norms))
+        p = m.parameters.values(zprime_coupling=30.0, zprime_mass=0.4, phi_coupling=9.0, phi_mass=2.0, mu_nu=0.3,
+                                norm_7Be=1.1)
+        np.testing.assert_allclose(np.asarray(m.expected(p)), np.asarray(dense.expected(p)), rtol=1e-12)
+        data = np.round(np.asarray(m.expected(m.parameters.values())))
+        ga = jax.grad(lambda q: m.nll(q, data))(p)
+        gb = jax.grad(lambda q: dense.nll(q, data))(p)
+        for k in ga:
+            np.testing.assert_allclose(float(ga[k]), float(gb[k]), rtol=1e-10, atol=1e-12, err_msg=k)
+
+
+def test_a_diagonal_fold_refuses_a_kernel_off_its_diagonal(mediator_models):
+    import dataclasses
+
+    from nuejax.errors import InputError
+    from nuejax.model import DiagonalFold, SolarSignals
+
+    sigs = list(mediator_models[0].stage(SolarSignals).signals)
+    k = np.array(sigs[2].kernel)
+    k[5, 6] = 1e-3
+    sigs[2] = dataclasses.replace(sigs[2], kernel=jnp.asarray(k))
+    with pytest.raises(InputError, match=rf"kernel of {sigs[2].name} has the entry 0.001 at \(5, 6\)"):
+        DiagonalFold.create(sigs)
+    sigs[2] = dataclasses.replace(sigs[2], kernel=jnp.asarray(k[:, :-1]))
+    with pytest.raises(InputError, match="not square"):
+        DiagonalFold.create(sigs)
+
+
+def test_profile_scans_equal_one_profile_scan_per_mass(mediator_models):
+    """profile_scans (every mass's points in the same launches, the mass pinned per row) gives
+    what profile_scan gives at each mass (its global fit from the problem's start, starts=1)."""
+    from nuejax.analyses.mediators import Q_REF, mediator_model
+    from nuejax.errors import ParameterError
+    from nuejax.inference import profile_scan
+    from nuejax.inference.scan import profile_scans
+
+    fast = mediator_models[1]
+    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)  # 200 times the exposure's counts
+    data = np.random.default_rng(3).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    m = mediator_model(fast, "zprime")
+    masses = np.array([0.05, 0.3, 5.0])
+    grids = [np.concatenate([[0.0], np.logspace(-1, 2.5, 6 + k) * (mm**2 + Q_REF)]) for k, mm in enumerate(masses)]
+    together = profile_scans(m, data, "zprime_coupling", grids, {"zprime_mass": masses}, n_iter=60)
+    assert len(together) == 3
+    limits = 0
+    for mm, grid, s in zip(masses, grids, together):
+        one = profile_scan(m, data, "zprime_coupling", grid, init={"zprime_mass": float(mm)}, starts=1, n_iter=60)
+        np.testing.assert_array_equal(s.values, one.values)
+        np.testing.assert_array_equal(s.converged, one.converged)
+        assert s.converged.all()
+        np.testing.assert_allclose(s.nll, one.nll, rtol=1e-10)
+        assert s.nll_min == pytest.approx(one.nll_min, rel=1e-10)
+        assert s.best == pytest.approx(one.best, rel=1e-6, abs=1e-9)
+        ul, ul_one = s.upper_limit(0.9), one.upper_limit(0.9)
+        assert (ul is None) == (ul_one is None)
+        if ul is not None:
+            assert ul == pytest.approx(ul_one, rel=1e-6)
+            limits += 1
+    assert limits >= 2
+    assert np.ptp([s.best for s in together]) > 0  # the masses' minima differ: each case has its own
+    with pytest.raises(ParameterError, match="zprime_mass has \\(2,\\) values for 3 grids"):
+        profile_scans(m, data, "zprime_coupling", grids, {"zprime_mass": masses[:2]})
+    with pytest.raises(ParameterError, match="value -1.0 of zprime_mass \\(case 1\\)"):
+        profile_scans(m, data, "zprime_coupling", grids, {"zprime_mass": [0.1, -1.0, 2.0]})
+    with pytest.raises(ParameterError, match="case 2"):
+        profile_scans(m, data, "zprime_coupling", grids[:2] + [grids[2][::-1]], {"zprime_mass": masses})
 
 
 def test_fast_mediators_need_both_mediators():

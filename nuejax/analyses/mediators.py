@@ -14,13 +14,13 @@ import warnings
 
 import numpy as np
 
-from ..inference import profile_scan
+from ..inference.scan import profile_scans
 from ..inference.intervals import one_sided_threshold
 from ..model.physics_params import MEDIATOR_PARAMETERS
 from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
 
 __all__ = ["MEDIATOR_MASSES", "MEDIATOR_MODELS", "Q_REF", "RATIO_GRID", "SCAN_ITER", "mediator_curves",
-           "mediator_limit", "mediator_model", "plot_mediator_curves"]
+           "mediator_limit", "mediator_limits", "mediator_model", "plot_mediator_curves"]
 
 #: mediator masses [MeV]
 MEDIATOR_MASSES = np.logspace(-2, 2, 9)
@@ -38,42 +38,59 @@ SCAN_ITER = 40
 def mediator_limit(model, data, mediator: str, mass_mev: float, *, cl: float = 0.9, ratios=RATIO_GRID,
                    refine: bool = True, refine_points: int | None = None) -> dict:
     """The one-sided ``cl`` upper limit (q̃, asymptotic: profile Δχ² = χ²₁ at 2 cl − 1) on the
-    coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at ``mass_mev``, every
-    other free parameter profiled. ``model`` has the mediator's coupling free (bounds from 0) and
-    its mass fixed; the mass is set per scan (``init``), so every mass reuses one compiled scan.
+    coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at ``mass_mev``:
+    :func:`mediator_limits` at one mass."""
+    return mediator_limits(model, data, mediator, [mass_mev], cl=cl, ratios=ratios, refine=refine,
+                           refine_points=refine_points)[0]
+
+
+def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, ratios=RATIO_GRID,
+                    refine: bool = True, refine_points: int | None = None) -> list:
+    """The one-sided ``cl`` upper limits (q̃, asymptotic: profile Δχ² = χ²₁ at 2 cl − 1) on the
+    coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at each of
+    ``masses`` [MeV], every other free parameter profiled. ``model`` has the mediator's coupling
+    free (bounds from 0); its mass is held at each mass in turn (not profiled). Every mass's scan
+    points run in the same batched launches (:func:`~nuejax.inference.scan.profile_scans`: the
+    mass pinned per row), one pass of launches for the coarse grids and one for the refinements.
 
     The tested products are 0 and ``ratios`` × (m² + :data:`Q_REF`) (the contact scaling: limits
     on that ratio barely change with the mass); then, with ``refine``, ``refine_points`` (default:
     as many) points from the larger of the best fit and the last point below the threshold to the
     first point above it, right of the best fit. The best fit need not be at 0: where the data
     prefer a coupling, its minimum can be narrower than the coarse grid's step, which then has no
-    point below the threshold at all. Returns ``{"product": y (absolute), "g": sqrt(y),
+    point below the threshold at all. Returns per mass ``{"product": y (absolute), "g": sqrt(y),
     "best_product": ŷ, "delta_chi2_at_zero": Δχ²(y = 0), ...}``; ``product`` and ``g`` are None
     where the profile does not cross right of the best fit inside the grid."""
     c_name, m_name = MEDIATOR_PARAMETERS[mediator]
-    scale = float(mass_mev) ** 2 + Q_REF
-    grid = np.concatenate([[0.0], np.asarray(ratios, dtype=float) * scale])
-    init = {m_name: float(mass_mev)}
+    masses = np.atleast_1d(np.asarray(masses, dtype=float))
+    grids = [np.concatenate([[0.0], np.asarray(ratios, dtype=float) * (m ** 2 + Q_REF)]) for m in masses]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        s = profile_scan(model, data, c_name, grid, n_iter=SCAN_ITER, starts=1, init=init)
-        at_zero = float(np.asarray(s.delta_chi2)[0])
+        scans = profile_scans(model, data, c_name, grids, {m_name: masses}, n_iter=SCAN_ITER)
+        at_zero = [float(np.asarray(s.delta_chi2)[0]) for s in scans]
+        passes = [1] * len(scans)
+        fine, which = [], []
+        for k, (s, grid) in enumerate(zip(scans, grids)):
+            above = np.nonzero((grid > s.best) & (np.asarray(s.delta_chi2) > one_sided_threshold(cl))
+                               & np.asarray(s.converged, dtype=bool))[0]
+            if refine and above.size:
+                j = int(above[0])
+                lo = max(float(s.best), float(grid[j - 1]))
+                n = grid.size - 1 if refine_points is None else int(refine_points)
+                fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[j], n)])))
+                which.append(k)
+        if which:
+            again = profile_scans(model, data, c_name, fine, {m_name: masses[which]}, n_iter=SCAN_ITER)
+            for k, s in zip(which, again):
+                scans[k], passes[k] = s, 2
+    out = []
+    for s, grid, z, p in zip(scans, grids, at_zero, passes):
         ul = s.upper_limit(cl)
-        passes = 1
-        above = np.nonzero((grid > s.best) & (np.asarray(s.delta_chi2) > one_sided_threshold(cl))
-                           & np.asarray(s.converged, dtype=bool))[0]
-        if refine and above.size:
-            k = int(above[0])
-            lo = max(float(s.best), float(grid[k - 1]))
-            n = grid.size - 1 if refine_points is None else int(refine_points)
-            fine = np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[k], n)]))
-            s = profile_scan(model, data, c_name, fine, n_iter=SCAN_ITER, starts=1, init=init)
-            ul = s.upper_limit(cl)
-            passes = 2
-    prod = None if ul is None else float(ul) * MEDIATOR_COUPLING_UNIT
-    return {"product": prod, "g": None if prod is None else float(np.sqrt(prod)),
-            "best_product": float(s.best) * MEDIATOR_COUPLING_UNIT, "delta_chi2_at_zero": at_zero,
-            "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": passes}
+        prod = None if ul is None else float(ul) * MEDIATOR_COUPLING_UNIT
+        out.append({"product": prod, "g": None if prod is None else float(np.sqrt(prod)),
+                    "best_product": float(s.best) * MEDIATOR_COUPLING_UNIT, "delta_chi2_at_zero": z,
+                    "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": p})
+    return out
 
 
 def mediator_model(model, mediator: str, masses=MEDIATOR_MASSES, ratios=RATIO_GRID):
@@ -93,8 +110,8 @@ def mediator_curves(model, data, masses=MEDIATOR_MASSES, *, say=None, ratios=RAT
     by_mediator = {}
     for mediator in dict.fromkeys(MEDIATOR_MODELS.values()):
         mm = mediator_model(model, mediator, masses, ratios)
-        by_mediator[mediator] = [mediator_limit(mm, data, mediator, mass, ratios=ratios, refine_points=refine_points)
-                                 for mass in masses]
+        by_mediator[mediator] = mediator_limits(mm, data, mediator, masses, ratios=ratios,
+                                                refine_points=refine_points)
     out = {}
     for curve, mediator in MEDIATOR_MODELS.items():
         rows = by_mediator[mediator]

@@ -32,7 +32,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
 
 __all__ = ["ACCELERATOR_ROW_BYTES", "CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "cheap_rows", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
-           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_rows", "value_grad_hess",
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_continued", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -811,6 +811,25 @@ def merge_continued(res, new, redo):
     return out._replace(n_iter=np.where(redo, np.asarray(res.n_iter) + np.asarray(new.n_iter), res.n_iter))
 
 
+def solve_continued(s: FitProblem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float = EDM_TOL):
+    """:func:`solve_rows` of ``s`` from ``x0`` (n, d) (``fixed``: per row, as there), and the rows
+    that reach the iteration limit continued from where they stopped, up to
+    :data:`~nuejax.inference.starts.CONTINUE_PASSES` more launches of ``max_iter`` over only those
+    rows: a NewtonResult of numpy arrays (n, ...)."""
+    res = solve_rows(s, x0, fixed, max_iter=max_iter, edm_tol=edm_tol)
+    for _ in range(CONTINUE_PASSES):
+        redo = np.asarray(res.status) == 1
+        if not redo.any():
+            break
+        part = type(res)(*(np.asarray(a).copy() for a in res))
+        sub = None if fixed is None else jax.tree_util.tree_map(lambda a: np.asarray(a)[redo], fixed)  # noqa: B023
+        new = solve_rows(s, res.x[redo], sub, max_iter=max_iter, edm_tol=edm_tol)
+        for a, b in zip(part, new):
+            a[redo] = b
+        res = merge_continued(res, part, redo)
+    return res
+
+
 def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm_tol: float = EDM_TOL):
     """Fit ``s`` from every start of its design (:func:`~nuejax.inference.starts.start_design`) in
     one batched launch: ``(best NewtonResult (numpy), number of starts, distinct minima, their
@@ -819,16 +838,7 @@ def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm
     continue from where they stopped, up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more launches of ``max_iter``
     (a start crawling along a curved valley is often the one that reaches the lowest minimum)."""
     x0s = start_design(s, starts)
-    res = solve_rows(s, x0s, max_iter=max_iter, edm_tol=edm_tol)
-    for _ in range(CONTINUE_PASSES):
-        redo = np.asarray(res.status) == 1
-        if not redo.any():
-            break
-        part = type(res)(*(np.asarray(a).copy() for a in res))
-        new = solve_rows(s, res.x[redo], max_iter=max_iter, edm_tol=edm_tol)
-        for a, b in zip(part, new):
-            a[redo] = b
-        res = merge_continued(res, part, redo)
+    res = solve_continued(s, x0s, max_iter=max_iter, edm_tol=edm_tol)
     best, _, _, _ = best_of_starts(res)
     minima, index = distinct_minima(s.names, res.x, res.fun, res.converged, res.hess, with_index=True)
     return best, len(x0s), minima, tuple(np.asarray(res.hess)[k] for k in index)

@@ -32,13 +32,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import best_of_starts, newton_fit, profile_starts, solve_rows, value_grad_hess
+from .fitting import (best_of_starts, bound_flags, make_fit_result, newton_fit, profile_starts, solve_continued,
+                      solve_rows, value_grad_hess)
+from .newton import STATUS
 from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
 
 __all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "grid_neighbours", "grid_values",
-           "pinned_refits", "profile_points", "profile_scan", "profile_scan_2d", "refine_scan"]
+           "pinned_refits", "profile_points", "profile_scan", "profile_scan_2d", "profile_scans", "refine_scan",
+           "scan_problem"]
 
 
 def grid_values(ps, name, values) -> np.ndarray:
@@ -136,30 +139,18 @@ def grid_neighbours(shape: tuple) -> np.ndarray:
     return np.stack(out, axis=1)
 
 
-def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, n_iter: int = SCAN_MAX_ITER,
-                   chunk=None, progress=None, label: str = "scan"):
-    """The profile at ``points`` (n, k) of ``s.fixed_names`` with ``s.names`` profiled, on the
-    lower envelope of the branches (module docstring): ``(NewtonResult of numpy arrays, passes,
-    refitted)``. ``neighbours`` (n, m): each point's neighbours on the grid (-1: none)."""
-    points = np.asarray(points, dtype=float)
-    n = len(points)
-    # One problem for every scan of the model: the scanned and the profiled parameters fitted
-    # together, in the model's order, the scanned ones pinned per point (Pins), so that a scan of
-    # eps_ee_L, one of eps_ee_R and a 2-D scan of both run the same compiled programs.
-    wide = s.with_names(tuple(v for v in s.value_names if v in set(s.names) | set(s.fixed_names)))
-    i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
-    i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
-    mask = np.zeros((n, len(wide.names)), dtype=bool)
-    mask[:, i_pin] = True
-    pinned = np.zeros((n, len(wide.names)))
-    pinned[:, i_pin] = points
+def scan_problem(s: FitProblem) -> FitProblem:
+    """The one problem of every scan of ``s``'s model: its fitted and per-point parameters all
+    fitted, in the model's order, the per-point ones pinned per row
+    (:class:`~nuejax.inference.problem.Pins`), so that a scan of eps_ee_L, one of eps_ee_R, a 2-D
+    scan of both and their global fits run the same compiled programs."""
+    return s.with_names(tuple(v for v in s.value_names if v in set(s.names) | set(s.fixed_names)))
 
-    def widen(x):  # starts (n, ..., d) of the profiled parameters -> (n, ..., D), pinned at the points
-        out = np.zeros(np.shape(x)[:-1] + (len(wide.names),))
-        out[..., i_fit] = x
-        out[..., i_pin] = points.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,))
-        return out
 
+def _branch_starts(wide: FitProblem, s: FitProblem, global_fit: FitResult, points) -> np.ndarray:
+    """Starts (n, branches, 2, len(s.names)) of the profile fits at ``points``: per branch of
+    ``global_fit`` (its distinct minima, at most :data:`MAX_BRANCHES`) its profile tangent and the
+    minimum itself (:func:`~nuejax.inference.fitting.profile_starts`)."""
     branches = [m["values"] for m in (global_fit.minima or [])[:MAX_BRANCHES]] or [global_fit.values]
     hessians = global_fit.minima_hessians if set(global_fit.names) == set(wide.names) else ()
     order = [global_fit.names.index(n) for n in wide.names] if hessians else []
@@ -176,6 +167,39 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
             ref = FitResult(names=wide.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
                             fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
         starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))
+    return np.stack(starts, axis=1)
+
+
+def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int = SCAN_MAX_ITER,
+                   chunk=None, progress=None, label: str = "scan", groups=None):
+    """The profile at ``points`` (n, k) of ``s.fixed_names`` with ``s.names`` profiled, on the
+    lower envelope of the branches (module docstring): ``(NewtonResult of numpy arrays, passes,
+    refitted)``, ``refitted`` (n,) whether a neighbour's start lowered the point. ``neighbours``
+    (n, m): each point's neighbours on the grid (-1: none). ``global_fit``: the fit whose minima
+    start every point; or a sequence of fits and ``groups`` (n,), the index of each point's fit
+    (scans at several values of a parameter held fixed: :func:`profile_scans`)."""
+    points = np.asarray(points, dtype=float)
+    n = len(points)
+    wide = scan_problem(s)
+    i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
+    i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
+    mask = np.zeros((n, len(wide.names)), dtype=bool)
+    mask[:, i_pin] = True
+    pinned = np.zeros((n, len(wide.names)))
+    pinned[:, i_pin] = points
+
+    def widen(x):  # starts (n, ..., d) of the profiled parameters -> (n, ..., D), pinned at the points
+        out = np.zeros(np.shape(x)[:-1] + (len(wide.names),))
+        out[..., i_fit] = x
+        out[..., i_pin] = points.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,))
+        return out
+
+    fits, groups = ([global_fit], np.zeros(n, dtype=int)) if groups is None else (list(global_fit), np.asarray(groups))
+    per_fit = [_branch_starts(wide, s, f, points[groups == j]) for j, f in enumerate(fits)]
+    n_branch = max(b.shape[1] for b in per_fit)
+    starts = np.zeros((n, n_branch, 2, len(s.names)))
+    for j, b in enumerate(per_fit):  # a fit with fewer branches repeats its last one (a row fitted once: solve_rows)
+        starts[groups == j] = np.concatenate([b, np.repeat(b[:, -1:], n_branch - b.shape[1], axis=1)], axis=1)
     neighbours = np.asarray(neighbours)
     # Every start of every point is a row of the problem's one solver program (solve_rows: the
     # global fit's too, and the scans of one model whatever their dimension; a solver program
@@ -187,7 +211,7 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
                           chunk=chunk, group=n_s, progress=report, label=label)
         return best_of_starts(type(rows)(*(a.reshape((n, n_s) + a.shape[1:]) for a in rows)), axis=1)[0]
 
-    res = solve(widen(np.stack(starts, axis=1)), progress)  # (n, branches, 2, D): per branch its tangent and its minimum
+    res = solve(widen(starts), progress)  # (n, branches, 2, D): per branch its tangent and its minimum
     refitted, passes = np.zeros(n, dtype=bool), 0
     for passes in range(1, ENVELOPE_PASSES + 1):
         ok = res.converged & np.isfinite(res.fun)
@@ -205,12 +229,25 @@ def profile_points(s: FitProblem, points, global_fit: FitResult, neighbours, *, 
     # back to the profiled parameters alone
     res = res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
                        at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
-    return res, passes, int(refitted.sum())
-
+    return res, passes, refitted
 
 
 def _bounds(p):
     return (None if not np.isfinite(p.lower) else float(p.lower), None if not np.isfinite(p.upper) else float(p.upper))
+
+
+def _scan_result(name, values, res, g: FitResult, s: FitProblem, seconds: float, passes: int, refitted) -> ScanResult:
+    """The :class:`ScanResult` of the profile ``res`` at ``values`` of ``name``, Δχ² measured from
+    the lower of the global fit ``g`` and the scan's own lowest converged point."""
+    ps = s.model.parameters
+    nll = np.asarray(res.fun)
+    conv = np.asarray(res.converged, dtype=bool)
+    lowest = np.nanmin(np.where(conv, nll, np.nan)) if np.any(conv) else np.inf
+    nll_min = min(float(g.fval), float(lowest))
+    best = float(g.params[name]) if float(g.fval) <= lowest else float(values[int(np.nanargmin(
+        np.where(conv, nll, np.nan)))])
+    return ScanResult(name, values, nll, nll_min, best, s.names, np.asarray(res.x), conv, seconds, ps[name].unit,
+                      _bounds(ps[name]), passes=passes, refitted=int(np.sum(refitted)))
 
 
 def profile_scan(model, data, name: str, values: Sequence[float], *, profile=None, init: Mapping | None = None,
@@ -227,19 +264,93 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
     """
     t0 = time.perf_counter()
     s = FitProblem.create(model, data, names=profile, fixed_names=(name,), init=init, aux=aux)
-    ps = s.model.parameters
-    values = grid_values(ps, name, values)
+    values = grid_values(s.model.parameters, name, values)
     g = _global(s, (name, *s.names), global_fit, starts)
     res, passes, refitted = profile_points(s, np.asarray(values)[:, None], g, grid_neighbours((len(values),)),
                                            n_iter=n_iter, chunk=chunk, progress=progress, label=f"scan {name}")
-    nll = np.asarray(res.fun)
-    lowest = np.nanmin(np.where(res.converged, nll, np.nan)) if np.any(res.converged) else np.inf
-    nll_min = min(float(g.fval), float(lowest))
-    best = float(g.params[name]) if float(g.fval) <= lowest else float(values[int(np.nanargmin(
-        np.where(res.converged, nll, np.nan)))])
-    return ScanResult(name, values, nll, nll_min, best, s.names, np.asarray(res.x),
-                      np.asarray(res.converged), time.perf_counter() - t0, ps[name].unit, _bounds(ps[name]),
-                      passes=passes, refitted=refitted)
+    return _scan_result(name, values, res, g, s, time.perf_counter() - t0, passes, refitted)
+
+
+def profile_scans(model, data, name: str, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
+                  profile=None, init: Mapping | None = None, aux=None, n_iter: int = SCAN_MAX_ITER,
+                  chunk: int | None = None, max_iter: int = 100) -> list:
+    """1-D profile scans of ``name``, one per case: case k holds each parameter of ``given`` at
+    ``given[p][k]`` (held, not profiled: a mediator's mass) and scans ``name`` over ``grids[k]``
+    (grids may differ in length), every other free parameter (or ``profile``) minimised; the same
+    as :func:`profile_scan` at each case's values with ``starts=1``, but every case's points run in
+    the same batched launches of the model's one scan program (:func:`scan_problem`; the held
+    parameters pinned per row), and so do the cases' global fits.
+
+    Each case's Δχ² is measured from its own minimum: the lower of the fit with ``name`` free at
+    that case's values (from the problem's start, every case in one launch, rows at the iteration
+    limit continued: :func:`~nuejax.inference.fitting.solve_continued`) and the case's lowest
+    converged point. Returns a :class:`ScanResult` per case (its ``seconds``: of the whole call).
+
+    Raises:
+        ParameterError: a held value outside its parameter's bounds or not finite, ``given``
+            arrays of different lengths or not one per grid, a bad grid (names the case).
+    """
+    t0 = time.perf_counter()
+    held = tuple(given)
+    if not held or name in held:
+        raise ParameterError(f"profile_scans: give the held parameters' values per case (not {name} itself), "
+                             f"got {held}")
+    s = FitProblem.create(model, data, names=profile, fixed_names=(name, *held), init=init, aux=aux)
+    ps = s.model.parameters
+    grids = list(grids)
+    held_values = np.zeros((len(grids), len(held)))
+    for j, p in enumerate(held):
+        v = np.asarray(given[p], dtype=float)
+        if v.shape != (len(grids),):
+            raise ParameterError(f"profile_scans: {p} has {v.shape} values for {len(grids)} grids: give one per grid")
+        bad = ~np.isfinite(v) | (v < ps[p].lower) | (v > ps[p].upper)
+        if bad.any():
+            i = int(np.nonzero(bad)[0][0])
+            raise ParameterError(f"profile_scans: value {v[i]} of {p} (case {i}) is not finite or outside its bounds "
+                                 f"[{ps[p].lower}, {ps[p].upper}]")
+        held_values[:, j] = v
+    checked = []
+    for k, grid in enumerate(grids):
+        try:
+            checked.append(grid_values(ps, name, grid))
+        except ParameterError as err:
+            raise ParameterError(f"profile_scans, case {k}: {err}") from err
+    sizes = np.array([g.size for g in checked])
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    groups = np.repeat(np.arange(len(checked)), sizes)
+    points = np.column_stack([np.concatenate(checked), held_values[groups]])
+    neighbours = np.concatenate([np.where(grid_neighbours((int(m),)) >= 0, grid_neighbours((int(m),)) + o, -1)
+                                 for m, o in zip(sizes, offsets)])
+    # the cases' global fits: the scan problem with only the held parameters pinned, one row per case
+    wide = scan_problem(s)
+    i_held = np.array([wide.names.index(p) for p in held], dtype=int)
+    mask = np.zeros((len(checked), len(wide.names)), dtype=bool)
+    mask[:, i_held] = True
+    pinned = np.zeros(mask.shape)
+    pinned[:, i_held] = held_values
+    x0 = np.repeat(np.asarray(wide.start(), dtype=float)[None], len(checked), axis=0)
+    x0[:, i_held] = held_values
+    t_fit = time.perf_counter()
+    r = solve_continued(wide, x0, Pins(mask, pinned), max_iter=max_iter)
+    seconds = time.perf_counter() - t_fit
+    fits = []
+    for k in range(len(checked)):
+        row = type(r)(*(np.asarray(a)[k] for a in r))
+        status = int(row.status)
+        fits.append(make_fit_result(wide, row.x, float(row.fun), valid=bool(row.converged),
+                                    reason="" if status == 0 else STATUS[status], minimizer="newton",
+                                    nfcn=int(row.n_iter) + 1, ngrad=int(row.n_iter) + 1, edm=float(row.edm),
+                                    at_bound=bound_flags(wide.names, np.asarray(row.at_lower), np.asarray(row.at_upper)),
+                                    H=np.asarray(row.hess), seconds=seconds, one_sided=False))
+    res, passes, refitted = profile_points(s, points, fits, neighbours, n_iter=n_iter, chunk=chunk,
+                                           label=f"scans {name}", groups=groups)
+    seconds = time.perf_counter() - t0
+    out = []
+    for k, grid in enumerate(checked):
+        sel = slice(int(offsets[k]), int(offsets[k] + sizes[k]))
+        part = type(res)(*(np.asarray(a)[sel] for a in res))
+        out.append(_scan_result(name, grid, part, fits[k], s, seconds, passes, refitted[sel]))
+    return out
 
 
 def refine_scan(model, data, scan: ScanResult, levels=(1.0,), *, points: int = 4, global_fit: FitResult | None = None,
@@ -296,6 +407,7 @@ def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=No
     g = _global(s, (*names, *s.names), global_fit, starts)
     res, passes, refitted = profile_points(s, np.asarray(grid), g, grid_neighbours((len(vx), len(vy))), n_iter=n_iter,
                                            chunk=chunk, progress=progress, label=f"scan {names[0]} x {names[1]}")
+    refitted = int(np.sum(refitted))
     nll = np.asarray(res.fun).reshape(len(vx), len(vy))
     conv = np.asarray(res.converged).reshape(len(vx), len(vy))
     lowest = float(np.min(np.where(conv, nll, np.inf)))
