@@ -8,8 +8,10 @@ The command runs in this process (``nuejax.cli.main``) with JAX's compile log on
 package's compilation cache on, as the commands have it); point ``NUEJAX_CACHE_DIR`` at an empty
 folder for a first run. Each "Finished XLA compilation of NAME in S sec" record is kept with the
 calling nuejax frames; programs named after a single ``jax.numpy`` or ``lax`` operation are listed
-by caller (``file:line`` of the four outermost nuejax frames below the command). Needs jax,
-numpy and nuejax (and what the command needs).
+by caller (``file:line`` of the four outermost nuejax frames below the command). The command's
+stage lines (``[k/n] ...``) are kept with their times. A SIGTERM (``timeout``) stops the command
+and the report is still written (``rc``: ``"stopped"``), so a run cut short says where its time
+went. Needs jax, numpy and nuejax (and what the command needs).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import collections
 import json
 import logging
 import re
+import signal
 import sys
 import time
 import traceback
 
 _FINISHED = re.compile(r"Finished XLA compilation of (.*?) in ([0-9.e+-]+) sec")
+_STAGE = re.compile(r"\s*\[\d+/\d+\]")
 
 
 def _caller() -> str:
@@ -67,12 +71,39 @@ def main(argv=None) -> int:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG)
     jax.config.update("jax_log_compiles", True)
+    stages = []
+
+    class Stamped:  # the command's stage lines with their times, passed through unchanged
+        def __init__(self, stream):
+            self.stream = stream
+
+        def write(self, text):
+            for line in text.splitlines():
+                if _STAGE.match(line):
+                    stages.append(dict(t=time.perf_counter() - t0, line=line.strip()[:120]))
+            return self.stream.write(text)
+
+        def __getattr__(self, name):
+            return getattr(self.stream, name)
+
+    class Stopped(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, stop)
+    sys.stdout, sys.stderr = Stamped(sys.stdout), Stamped(sys.stderr)
     t0 = time.perf_counter()
     try:
         rc = nuejax_main(command) or 0
     except SystemExit as e:
         rc = e.code or 0
+    except Stopped:
+        rc = "stopped"
     wall = time.perf_counter() - t0
+    sys.stdout, sys.stderr = sys.stdout.stream, sys.stderr.stream
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     groups = collections.defaultdict(lambda: [0, 0.0])
     for r in records:
         key = f"eager at {r['caller']}" if r["caller"] is not None else r["name"]
@@ -83,15 +114,17 @@ def main(argv=None) -> int:
           f"{sum(r['s'] for r in records):.1f} s (summed over threads)", file=sys.stderr)
     for key, (n, s) in top[:a.top]:
         print(f"{s:8.2f} s {n:5d}  {key[:150]}", file=sys.stderr)
+    for st in stages:
+        print(f"{st['t']:8.1f} s  {st['line']}", file=sys.stderr)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(dict(command=command, wall_s=wall, rc=rc, jax=jax.__version__,
                            device=jax.devices()[0].device_kind, n_programs=len(records),
                            compile_s=sum(r["s"] for r in records),
-                           groups=[dict(key=k, n=n, s=s) for k, (n, s) in top],
+                           groups=[dict(key=k, n=n, s=s) for k, (n, s) in top], stages=stages,
                            programs=[dict(t=r["t"] - t0, name=r["name"], s=r["s"], caller=r["caller"])
                                      for r in records]), f, indent=1)
-    return int(rc)
+    return 1 if rc == "stopped" else int(rc)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,9 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
     """The one-sided ``cl`` upper limits (q̃, asymptotic: profile Δχ² = χ²₁ at 2 cl − 1) on the
     coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at each of
     ``masses`` [MeV], every other free parameter profiled. ``model`` has the mediator's coupling
-    free (bounds from 0); its mass is held at each mass in turn (not profiled). Every mass's scan
+    free (bounds from 0); its mass is held at each mass in turn (not profiled); the other
+    mediators' couplings stay at their values (zero: :func:`mediator_model`), free or not, so that
+    every mediator's curves run one compiled program. Every mass's scan
     points run in the same batched launches (:func:`~nuejax.inference.scan.profile_scans`: the
     mass pinned per row), one pass of launches for the coarse grids and one for the refinements.
 
@@ -64,9 +66,20 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
     c_name, m_name = MEDIATOR_PARAMETERS[mediator]
     masses = np.atleast_1d(np.asarray(masses, dtype=float))
     grids = [np.concatenate([[0.0], np.asarray(ratios, dtype=float) * (m ** 2 + Q_REF)]) for m in masses]
+    ps = model.parameters
+    # the other mediators' couplings stay at their values (not profiled) and their masses are held
+    # with this one's (no effect at zero coupling): every mediator's scans run one program
+    couplings = {c for c, _ in MEDIATOR_PARAMETERS.values()}
+    profile = tuple(n for n in ps.free_names if n not in couplings)
+    held = {m: None for c, m in MEDIATOR_PARAMETERS.values() if m in ps.names and c in ps.names}
+    held = {m_name: None, **held}
+
+    def given(ms):
+        return {m: ms for m in held}
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        scans = profile_scans(model, data, c_name, grids, {m_name: masses}, n_iter=SCAN_ITER)
+        scans = profile_scans(model, data, c_name, grids, given(masses), profile=profile, n_iter=SCAN_ITER)
         at_zero = [float(np.asarray(s.delta_chi2)[0]) for s in scans]
         passes = [1] * len(scans)
         fine, which = [], []
@@ -80,7 +93,7 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
                 fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[j], n)])))
                 which.append(k)
         if which:
-            again = profile_scans(model, data, c_name, fine, {m_name: masses[which]}, n_iter=SCAN_ITER)
+            again = profile_scans(model, data, c_name, fine, given(masses[which]), profile=profile, n_iter=SCAN_ITER)
             for k, s in zip(which, again):
                 scans[k], passes[k] = s, 2
     out = []
@@ -93,12 +106,18 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
     return out
 
 
-def mediator_model(model, mediator: str, masses=MEDIATOR_MASSES, ratios=RATIO_GRID):
-    """``model`` (with both mediators' parameters) with ``mediator``'s coupling free from 0 and
-    large enough for ``ratios`` at every mass of ``masses``."""
-    c_name, _ = MEDIATOR_PARAMETERS[mediator]
+def mediator_model(model, mediator: str | None = None, masses=MEDIATOR_MASSES, ratios=RATIO_GRID):
+    """``model`` (with mediator parameters) with ``mediator``'s coupling free from 0 at 0 and
+    large enough for ``ratios`` at every mass of ``masses``; ``mediator`` None: every mediator's
+    coupling in the model (so that the curves of both run one compiled program:
+    :func:`mediator_limits` holds the others at zero)."""
+    names = [MEDIATOR_PARAMETERS[mediator][0]] if mediator is not None else \
+        [c for c, _ in MEDIATOR_PARAMETERS.values() if c in model.parameters.names]
     top = float(np.max(ratios)) * (float(np.max(masses)) ** 2 + Q_REF) * 1.01
-    return model.with_parameters(model.parameters.release(c_name).update(c_name, lower=0.0, upper=top, value=0.0))
+    ps = model.parameters
+    for c in names:
+        ps = ps.release(c).update(c, lower=0.0, upper=top, value=0.0)
+    return model.with_parameters(ps)
 
 
 def mediator_curves(model, data, masses=MEDIATOR_MASSES, *, say=None, ratios=RATIO_GRID,
@@ -108,8 +127,8 @@ def mediator_curves(model, data, masses=MEDIATOR_MASSES, *, say=None, ratios=RAT
     and on the product, the best-fit product and Δχ² at zero coupling per mass, and how many scan
     points converged. ``ratios``, ``refine_points``: of :func:`mediator_limit`."""
     by_mediator = {}
+    mm = mediator_model(model, None, masses, ratios)
     for mediator in dict.fromkeys(MEDIATOR_MODELS.values()):
-        mm = mediator_model(model, mediator, masses, ratios)
         by_mediator[mediator] = mediator_limits(mm, data, mediator, masses, ratios=ratios,
                                                 refine_points=refine_points)
     out = {}

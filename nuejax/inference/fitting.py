@@ -836,9 +836,22 @@ def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm
     Hessians)``. One
     start: the solver once, from the problem's start. Starts that reach the iteration limit
     continue from where they stopped, up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more launches of ``max_iter``
-    (a start crawling along a curved valley is often the one that reaches the lowest minimum)."""
+    (a start crawling along a curved valley is often the one that reaches the lowest minimum).
+    Where ``s`` fits only some of its model's free parameters, the fit runs the program of all of
+    them (:meth:`~nuejax.inference.problem.FitProblem.full`), the others pinned at their values:
+    the fits and scans of one model's parameters of interest then compile one solver program."""
     x0s = start_design(s, starts)
-    res = solve_continued(s, x0s, max_iter=max_iter, edm_tol=edm_tol)
+    wide = s.full() if not s.fixed_names else s
+    if set(wide.names) == set(s.names):
+        res = solve_continued(s, x0s, max_iter=max_iter, edm_tol=edm_tol)
+    else:  # the model's program: the free parameters s does not fit pinned at their values
+        idx = np.array([wide.names.index(n) for n in s.names], dtype=int)
+        pins = s.held_pins(len(x0s))
+        x = np.array(pins.values)
+        x[:, idx] = x0s
+        res = solve_continued(wide, x, pins, max_iter=max_iter, edm_tol=edm_tol)
+        res = res._replace(x=res.x[:, idx], grad=res.grad[:, idx], hess=res.hess[:, idx][:, :, idx],
+                           at_lower=res.at_lower[:, idx], at_upper=res.at_upper[:, idx])
     best, _, _, _ = best_of_starts(res)
     minima, index = distinct_minima(s.names, res.x, res.fun, res.converged, res.hess, with_index=True)
     return best, len(x0s), minima, tuple(np.asarray(res.hess)[k] for k in index)

@@ -208,6 +208,30 @@ class FitProblem:
         return dataclasses.replace(self, names=tuple(names), fixed_names=tuple(fixed_names),
                                    lower=tuple(float(v) for v in lo), upper=tuple(float(v) for v in hi))
 
+    def full(self) -> "FitProblem":
+        """The problem whose compiled program every fit and scan of this model shares: the model's
+        free parameters and this problem's fitted and per-point ones, all fitted, in the model's
+        order, none per point. A fit of some of them runs it with the others pinned
+        (:meth:`held_pins`, and the per-point ones per row), so that fits and scans of different
+        parameters of interest of one model compile one solver program
+        (:func:`~nuejax.inference.scan.profile_points`, :func:`~nuejax.inference.fitting.multistart`)."""
+        keep = set(self.names) | set(self.fixed_names) | set(self.model.parameters.free_names)
+        return self.with_names(tuple(v for v in self.value_names if v in keep))
+
+    def held_pins(self, n: int) -> Pins:
+        """Pins (n rows, in the coordinates of :meth:`full`) of the coordinates this problem
+        neither fits nor sets per point, at their values here; the per-point coordinates are left
+        unpinned, for the caller to set."""
+        wide = self.full().names
+        held = [i for i, v in enumerate(wide) if v not in set(self.names) | set(self.fixed_names)]
+        mask = np.zeros((n, len(wide)), dtype=bool)
+        values = np.zeros((n, len(wide)))
+        if held:
+            host = self.host_params()
+            mask[:, held] = True
+            values[:, held] = [host[wide[i]] for i in held]
+        return Pins(mask, values)
+
     def with_values(self, values: Mapping) -> "FitProblem":
         """The same problem with some parameters' values (starts, fixed values) replaced."""
         host = self.host_params()

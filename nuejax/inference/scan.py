@@ -140,11 +140,13 @@ def grid_neighbours(shape: tuple) -> np.ndarray:
 
 
 def scan_problem(s: FitProblem) -> FitProblem:
-    """The one problem of every scan of ``s``'s model: its fitted and per-point parameters all
-    fitted, in the model's order, the per-point ones pinned per row
-    (:class:`~nuejax.inference.problem.Pins`), so that a scan of eps_ee_L, one of eps_ee_R, a 2-D
-    scan of both and their global fits run the same compiled programs."""
-    return s.with_names(tuple(v for v in s.value_names if v in set(s.names) | set(s.fixed_names)))
+    """The one problem of every scan of ``s``'s model (:meth:`~nuejax.inference.problem.FitProblem.full`):
+    its free parameters and the problem's fitted and per-point ones, the per-point ones pinned per
+    row and the free ones ``s`` does not fit pinned at their values. A scan of eps_ee_L, one of
+    eps_ee_R, a 2-D scan of both and their global fits then run the same compiled programs, and so
+    do scans of a model's two mediator couplings, each holding the other at zero
+    (:func:`profile_scans`)."""
+    return s.full()
 
 
 def _branch_starts(wide: FitProblem, s: FitProblem, global_fit: FitResult, points) -> np.ndarray:
@@ -152,8 +154,10 @@ def _branch_starts(wide: FitProblem, s: FitProblem, global_fit: FitResult, point
     ``global_fit`` (its distinct minima, at most :data:`MAX_BRANCHES`) its profile tangent and the
     minimum itself (:func:`~nuejax.inference.fitting.profile_starts`)."""
     branches = [m["values"] for m in (global_fit.minima or [])[:MAX_BRANCHES]] or [global_fit.values]
-    hessians = global_fit.minima_hessians if set(global_fit.names) == set(wide.names) else ()
-    order = [global_fit.names.index(n) for n in wide.names] if hessians else []
+    # the coordinates the scan moves (fitted or per point); the others of ``wide`` are held
+    sub = tuple(v for v in wide.names if v in set(s.names) | set(s.fixed_names))
+    hessians = global_fit.minima_hessians if set(global_fit.names) == set(sub) else ()
+    order = [global_fit.names.index(n) for n in sub] if hessians else []
     starts = []
     for i, b in enumerate(branches):
         if b is global_fit.values or all(abs(b[k] - global_fit.values[k]) <= 1e-12 for k in b):
@@ -163,8 +167,11 @@ def _branch_starts(wide: FitProblem, s: FitProblem, global_fit: FitResult, point
             if i < len(hessians):
                 H = np.asarray(hessians[i])[np.ix_(order, order)]
             else:
-                _, _, H = value_grad_hess(wide.with_values(b), np.array([b[k] for k in wide.names]))
-            ref = FitResult(names=wide.names, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
+                at = {**wide.host_params(), **b}
+                _, _, H = value_grad_hess(wide.with_values(at), np.array([at[k] for k in wide.names]))
+                keep = [wide.names.index(n) for n in sub]
+                H = np.asarray(H)[np.ix_(keep, keep)]
+            ref = FitResult(names=sub, values=dict(b), errors={}, covariance=2.0 * np.linalg.pinv(H),
                             fval=0.0, valid=True, nfcn=0, ngrad=0, edm=0.0, params={})
         starts.append(profile_starts(ref, s.fixed_names, s.names, points, s.lower, s.upper))
     return np.stack(starts, axis=1)
@@ -183,13 +190,13 @@ def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int
     wide = scan_problem(s)
     i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
     i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
-    mask = np.zeros((n, len(wide.names)), dtype=bool)
+    mask, pinned = s.held_pins(n)
     mask[:, i_pin] = True
-    pinned = np.zeros((n, len(wide.names)))
     pinned[:, i_pin] = points
 
     def widen(x):  # starts (n, ..., d) of the profiled parameters -> (n, ..., D), pinned at the points
-        out = np.zeros(np.shape(x)[:-1] + (len(wide.names),))
+        out = np.broadcast_to(pinned.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,)),
+                              np.shape(x)[:-1] + (len(wide.names),)).copy()
         out[..., i_fit] = x
         out[..., i_pin] = points.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,))
         return out
@@ -324,12 +331,10 @@ def profile_scans(model, data, name: str, grids: Sequence[Sequence[float]], give
     # the cases' global fits: the scan problem with only the held parameters pinned, one row per case
     wide = scan_problem(s)
     i_held = np.array([wide.names.index(p) for p in held], dtype=int)
-    mask = np.zeros((len(checked), len(wide.names)), dtype=bool)
+    mask, pinned = s.held_pins(len(checked))
     mask[:, i_held] = True
-    pinned = np.zeros(mask.shape)
     pinned[:, i_held] = held_values
-    x0 = np.repeat(np.asarray(wide.start(), dtype=float)[None], len(checked), axis=0)
-    x0[:, i_held] = held_values
+    x0 = np.where(mask, pinned, np.asarray(wide.start(), dtype=float)[None])
     t_fit = time.perf_counter()
     r = solve_continued(wide, x0, Pins(mask, pinned), max_iter=max_iter)
     seconds = time.perf_counter() - t_fit
