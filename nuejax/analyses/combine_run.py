@@ -48,12 +48,6 @@ MEDIATOR_GRID = {"ratios": np.logspace(-2, 4, 13), "refine_points": 9}
 SCAN_ITER = 40
 
 
-def _released(model, pois):
-    """``model`` with ``pois`` free (at their values) and its other free parameters, the nuisances."""
-    m = model.release(*pois)
-    return m, tuple(n for n in m.parameters.free_names if n not in pois)
-
-
 def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, progress=None) -> dict:
     """Run the combination (module docstring); write ``summary.json`` and figures into ``out``.
     ``masses``: mediator masses [MeV] of the exclusion curves (empty: none)."""
@@ -76,12 +70,9 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for name, m in models.items():
-            # μ_ν and ε released together, each stage holding the others at zero (not profiled):
-            # the fits and scans of both stages run one compiled solver program per model
-            mm, nuis = _released(m, shared)
-            r = newton_fit(mm, data[name], names=nuis + ("mu_nu",), one_sided=False, starts=1)
-            s = profile_scan(mm, data[name], "mu_nu", MU_GRID, profile=nuis, global_fit=r, n_iter=SCAN_ITER,
-                             starts=1)
+            mm = m.release("mu_nu")
+            r = newton_fit(mm, data[name], one_sided=False, starts=1)
+            s = profile_scan(mm, data[name], "mu_nu", MU_GRID, global_fit=r, n_iter=SCAN_ITER, starts=1)
             ul, two = s.upper_limit(0.9), s.interval(0.9).upper
             scans[name] = s
             per[name] = {"mu_nu_upper_90": None if ul is None else ul * 1e-11,
@@ -100,9 +91,9 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for name, m in models.items():
-                mm, nuis = _released(m, shared)
-                r = newton_fit(mm, data[name], names=nuis + ("eps_ee_L", "eps_ee_R"), one_sided=False)
-                s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, profile=nuis, global_fit=r,
+                mm = m.release("eps_ee_L", "eps_ee_R")
+                r = newton_fit(mm, data[name], one_sided=False)
+                s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r,
                                      n_iter=SCAN_ITER)
                 regions[name] = s2
                 inside = np.asarray(s2.delta_chi2) < 4.605
