@@ -393,3 +393,6 @@ def test_row_launch_sizes(monkeypatch):
     cheap = fitting.ROW_LAUNCH_MIN_CHEAP
     assert [fitting._row_launch(r, 1 << 30, False, cheap) for r in (1, cheap, cheap + 1, q + 1)] == [
         cheap, cheap, 2 * cheap, 2 * q]
+    step = fitting.ROW_LAUNCH_CHEAP_STEP  # cheap rows in chunks of step: two sizes at most
+    assert [fitting._row_launch(r, step, False, cheap, step) for r in (1, cheap, cheap + 1, step)] == [
+        cheap, cheap, step, step]

@@ -32,7 +32,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
 
 __all__ = ["ACCELERATOR_ROW_BYTES", "CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "cheap_rows", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
-           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_continued", "solve_rows", "value_grad_hess",
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_CHEAP_STEP", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_continued", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -320,10 +320,21 @@ ROW_LAUNCH_MIN_CHEAP = 64
 ACCELERATOR_ROW_BYTES = 3e9
 
 
-def _row_launch(r: int, step: int, sequential: bool, least: int = ROW_LAUNCH_MIN) -> int:
+#: Accelerators' launches of cheap rows (:func:`cheap_rows`) hold at most this many rows, padded
+#: to :data:`ROW_LAUNCH_MIN_CHEAP` or to this: a problem then compiles at most two solver programs
+#: whatever its launches' lengths. Batched mediator curves (9 masses x 22 points x 2 starts) had
+#: made each problem compile one program per power of two up to 512, 8-16 s each on one H200's
+#: host (benchmarks/NOTES.md).
+ROW_LAUNCH_CHEAP_STEP = 256
+
+
+def _row_launch(r: int, step: int, sequential: bool, least: int = ROW_LAUNCH_MIN, cap: int | None = None) -> int:
     """The rows a launch of ``r`` rows of :func:`solve_rows` is padded to (its docstring);
-    ``least``: the fewest rows of an accelerator's launch."""
+    ``least``: the fewest rows of an accelerator's launch; ``cap``: the size of an accelerator's
+    launch of more than ``least`` rows (cheap rows: :data:`ROW_LAUNCH_CHEAP_STEP`)."""
     if jax.default_backend() != "cpu":
+        if cap is not None and r > least:
+            return cap
         if r > ROW_LAUNCH_QUANTUM:
             return -(-r // ROW_LAUNCH_QUANTUM) * ROW_LAUNCH_QUANTUM
         return max(least, 1 << (r - 1).bit_length())
@@ -373,6 +384,9 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     sequential = on_cpu and costly_objective(problem, first_row, x0[0])
     cheap = not on_cpu and cheap_rows(problem, first_row, x0[0, 0])
     least = ROW_LAUNCH_MIN_CHEAP if cheap else ROW_LAUNCH_MIN
+    cap = None
+    if cheap and chunk is None:
+        step = cap = ROW_LAUNCH_CHEAP_STEP
     solve = row_solver()
     # the last distinct row each point needs (progress: a point is done once that one is)
     last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1)) if progress is not None else None
@@ -380,7 +394,7 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     for a in range(0, uniq.size, step):
         rows = uniq[a:a + step]
         r = rows.size
-        size = _row_launch(r, step, sequential, least)
+        size = _row_launch(r, step, sequential, least, cap)
         take = np.concatenate([rows, np.repeat(rows[:1], size - r)])
         f = jax.tree_util.tree_map(lambda v: jnp.asarray(v[take], dtype=dt if v.dtype.kind == "f" else v.dtype), fixed)  # noqa: B023
         out = solve(problem, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)),
