@@ -447,7 +447,15 @@ def _row_cost(kind: str, problem, fixed, x) -> dict:
     fun = objective if kind == "objective" else value_grad_hessian
 
     def analyse():
-        cost = jax.jit(fun).lower(*shapes).cost_analysis()
+        # on the CPU's terms wherever it runs: the thresholds were set from the CPU's analysis, and
+        # the commands' phases on one H200 ran as with 8-row launches under the rule
+        # (benchmarks/NOTES.md); the GPU's own analysis was not read
+        traced = jax.jit(fun).trace(*shapes)
+        try:
+            lowered = traced.lower(lowering_platforms=("cpu",))
+        except TypeError:  # a JAX without cross-platform lowering
+            lowered = traced.lower()
+        cost = lowered.cost_analysis()
         if isinstance(cost, (list, tuple)):  # older JAX: one dict per program
             cost = cost[0] if cost else {}
         return {k: float(v) for k, v in dict(cost or {}).items()}
