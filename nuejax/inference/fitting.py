@@ -449,7 +449,7 @@ def _row_cost(kind: str, problem, fixed, x) -> dict:
     def analyse():
         # on the CPU's terms wherever it runs: the thresholds were set from the CPU's analysis, and
         # the commands' phases on one H200 ran as with 8-row launches under the rule
-        # (benchmarks/NOTES.md); the GPU's own analysis was not read
+        # (benchmarks/NOTES.md); the GPU's own analysis was not read (benchmarks/probes/row_cost_probe.py)
         traced = jax.jit(fun).trace(*shapes)
         try:
             lowered = traced.lower(lowering_platforms=("cpu",))
