@@ -71,8 +71,7 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
     # with this one's (no effect at zero coupling): every mediator's scans run one program
     couplings = {c for c, _ in MEDIATOR_PARAMETERS.values()}
     profile = tuple(n for n in ps.free_names if n not in couplings)
-    held = {m: None for c, m in MEDIATOR_PARAMETERS.values() if m in ps.names and c in ps.names}
-    held = {m_name: None, **held}
+    held = dict.fromkeys([m_name] + [m for c, m in MEDIATOR_PARAMETERS.values() if m in ps.names and c in ps.names])
 
     def given(ms):
         return {m: ms for m in held}

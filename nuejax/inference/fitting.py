@@ -31,7 +31,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
                      standard_deviations, start_design, warn_second_minimum)
 
 __all__ = ["ACCELERATOR_ROW_BYTES", "CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "cheap_rows", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
-           "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "objective", "objective_at",
+           "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "newton_result", "objective", "objective_at",
            "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_CHEAP_STEP", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_continued", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
@@ -900,14 +900,20 @@ def newton_fit(model, data, init: Mapping | None = None, *, names=None, aux=None
     s = model if isinstance(model, FitProblem) else FitProblem.create(model, data, names=names, init=init, aux=aux)
     res, n_starts, minima, hessians = multistart(s, starts, max_iter=max_iter, edm_tol=edm_tol)
     warn_second_minimum(minima, warn_delta)
-    at_bound = bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper))
+    return newton_result(s, res, time.perf_counter() - t0, one_sided=one_sided, n_starts=n_starts, minima=minima,
+                         minima_hessians=hessians)
+
+
+def newton_result(s: FitProblem, res, seconds: float, *, one_sided: bool = True, **kw) -> FitResult:
+    """The :class:`FitResult` of one end point ``res`` of the Newton solver (a NewtonResult of one
+    fit, numpy) of ``s`` (:func:`make_fit_result`; ``kw``: its ``n_starts``, ``minima``, ...)."""
     status = int(res.status)
     return make_fit_result(s, res.x, float(res.fun), valid=bool(res.converged), reason="" if status == 0 else STATUS[status],
                            minimizer="newton", nfcn=int(res.n_iter) + 1, ngrad=int(res.n_iter) + 1,
                            edm=float(res.edm),
-                           at_bound=at_bound, H=np.asarray(res.hess), seconds=time.perf_counter() - t0,
-                           diagnostics={"status": status, "min_eig": float(res.min_eig)}, one_sided=one_sided,
-                           n_starts=n_starts, minima=minima, minima_hessians=hessians)
+                           at_bound=bound_flags(s.names, np.asarray(res.at_lower), np.asarray(res.at_upper)),
+                           H=np.asarray(res.hess), seconds=seconds,
+                           diagnostics={"status": status, "min_eig": float(res.min_eig)}, one_sided=one_sided, **kw)
 
 
 def batch_fit(model, data, init: Mapping | None = None, names=None, *, aux=None, starts=DEFAULT_STARTS,

@@ -32,9 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import (best_of_starts, bound_flags, make_fit_result, newton_fit, profile_starts, solve_continued,
-                      solve_rows, value_grad_hess)
-from .newton import STATUS
+from .fitting import (best_of_starts, newton_fit, newton_result, profile_starts, solve_continued, solve_rows,
+                      value_grad_hess)
 from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
@@ -338,15 +337,8 @@ def profile_scans(model, data, name: str, grids: Sequence[Sequence[float]], give
     t_fit = time.perf_counter()
     r = solve_continued(wide, x0, Pins(mask, pinned), max_iter=max_iter)
     seconds = time.perf_counter() - t_fit
-    fits = []
-    for k in range(len(checked)):
-        row = type(r)(*(np.asarray(a)[k] for a in r))
-        status = int(row.status)
-        fits.append(make_fit_result(wide, row.x, float(row.fun), valid=bool(row.converged),
-                                    reason="" if status == 0 else STATUS[status], minimizer="newton",
-                                    nfcn=int(row.n_iter) + 1, ngrad=int(row.n_iter) + 1, edm=float(row.edm),
-                                    at_bound=bound_flags(wide.names, np.asarray(row.at_lower), np.asarray(row.at_upper)),
-                                    H=np.asarray(row.hess), seconds=seconds, one_sided=False))
+    fits = [newton_result(wide, type(r)(*(np.asarray(a)[k] for a in r)), seconds, one_sided=False)
+            for k in range(len(checked))]
     res, passes, refitted = profile_points(s, points, fits, neighbours, n_iter=n_iter, chunk=chunk,
                                            label=f"scans {name}", groups=groups)
     seconds = time.perf_counter() - t0
