@@ -447,15 +447,23 @@ def _row_cost(kind: str, problem, fixed, x) -> dict:
     fun = objective if kind == "objective" else value_grad_hessian
 
     def analyse():
-        # on the CPU's terms wherever it runs: the thresholds were set from the CPU's analysis, and
-        # the commands' phases on one H200 ran as with 8-row launches under the rule
-        # (benchmarks/NOTES.md); the GPU's own analysis was not read (benchmarks/probes/row_cost_probe.py)
+        # On the CPU's terms wherever it runs: the thresholds were set from the CPU's analysis. A
+        # GPU's lowering has none before compilation (its PJRT plugin raises, JAX returns None):
+        # on one H200 every problem then counted as costly, and xenonnt's mu and NSI stages ran
+        # 8-row launches (benchmarks/probes/row_cost_probe.py, benchmarks/NOTES.md). So the
+        # program is lowered for the host's CPU device, which every JAX installation has unless
+        # JAX_PLATFORMS leaves it out; then the compiled program's own analysis is read instead.
         traced = jax.jit(fun).trace(*shapes)
         try:
-            lowered = traced.lower(lowering_platforms=("cpu",))
-        except TypeError:  # a JAX without cross-platform lowering
+            cpu = jax.devices("cpu")[0]
+        except RuntimeError:
+            cpu = None
+        if cpu is not None:
+            with jax.default_device(cpu):
+                cost = traced.lower().cost_analysis()
+        else:
             lowered = traced.lower()
-        cost = lowered.cost_analysis()
+            cost = lowered.cost_analysis() or lowered.compile().cost_analysis()
         if isinstance(cost, (list, tuple)):  # older JAX: one dict per program
             cost = cost[0] if cost else {}
         return {k: float(v) for k, v in dict(cost or {}).items()}
