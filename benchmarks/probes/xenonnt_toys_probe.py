@@ -3,9 +3,12 @@ with toys, Feldman–Cousins of μ_ν; as ``nuejax.analyses.xenonnt_run``) run t
 the first under cProfile (a process that found the caches warm: tracing, loading, host work), the
 second in-process warm.
 
-    python benchmarks/probes/xenonnt_toys_probe.py [--toys 100] [--json FILE] [--top 30]
+    python benchmarks/probes/xenonnt_toys_probe.py [--toys 100] [--json FILE] [--top 30] [--launch-min N]
 
 Prints each run's times and the first run's functions by cumulative and by own time.
+``--launch-min``: ``nuejax.inference.runner.ACCELERATOR_LAUNCH_MIN`` for the run (on an
+accelerator, a value of at least the chunk, e.g. 16384, pads every launch to the full chunk, as
+before the setting existed).
 """
 import argparse
 import cProfile
@@ -32,7 +35,11 @@ def main():
     ap.add_argument("--toys", type=int, default=100)
     ap.add_argument("--json", default=None)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--launch-min", type=int, default=None)
     a = ap.parse_args()
+    from nuejax.inference import runner
+    if a.launch_min is not None:
+        runner.ACCELERATOR_LAUNCH_MIN = a.launch_min
     nuejax.enable_x64()
     enable_compilation_cache()
     from nuejax.analyses.xenonnt import xenonnt_sr0_model
@@ -44,7 +51,8 @@ def main():
     model, data = xenonnt_sr0_model()
     m = fast_model(model).release("mu_nu")
     key = jax.random.PRNGKey(0)
-    out = {"device": jax.devices()[0].device_kind, "jax": jax.__version__, "toys": a.toys, "runs": []}
+    out = {"device": jax.devices()[0].device_kind, "jax": jax.__version__, "toys": a.toys,
+           "launch_min": runner.ACCELERATOR_LAUNCH_MIN, "runs": []}
     for run in range(2):
         prof = cProfile.Profile() if run == 0 else None
         if prof:

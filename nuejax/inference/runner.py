@@ -44,7 +44,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ..errors import InputError
 from .fitting import launch_size, pad_rows
 
-__all__ = ["RunStore", "run_rows", "merge_runs", "fingerprint", "Progress", "default_chunk", "parse_shard"]
+__all__ = ["ACCELERATOR_LAUNCH_MIN", "RunStore", "accelerator_launch_rows", "run_rows", "merge_runs", "fingerprint", "Progress", "default_chunk", "parse_shard"]
 
 MANIFEST = "manifest.json"
 SETUP = "setup.npz"
@@ -209,6 +209,21 @@ def default_chunk() -> int:
     return int(per * (64 if jax.default_backend() == "cpu" else 1) * n_dev)
 
 
+#: The fewest rows per device of an accelerator's launch (:func:`accelerator_launch_rows`).
+ACCELERATOR_LAUNCH_MIN = 4096
+
+
+def accelerator_launch_rows(n: int, chunk: int, n_dev: int) -> int:
+    """Rows per device of an accelerator's launches for a run of ``n`` rows in chunks of
+    ``chunk``: the next power of two that holds a chunk's share of one device, at least
+    :data:`ACCELERATOR_LAUNCH_MIN`, at most that share of a full chunk. Every launch of the run
+    has this size (one compiled shape per run), and runs of different lengths share a few sizes.
+    Launches had been padded to the full chunk: `nuejax xenonnt`'s CLs construction (2800 toy
+    fits) and its Feldman-Cousins one (1500) each ran 16384 rows on one H200 (benchmarks/NOTES.md)."""
+    share = -(-min(int(n), int(chunk)) // max(1, int(n_dev)))
+    return max(1, min(-(-int(chunk) // max(1, int(n_dev))), max(ACCELERATOR_LAUNCH_MIN, 1 << (share - 1).bit_length())))
+
+
 def _out_of_memory(err: Exception) -> bool:
     return "RESOURCE_EXHAUSTED" in str(err) or "Out of memory" in str(err)
 
@@ -315,7 +330,7 @@ def run_rows(kernel: Callable[[dict], dict], rows: dict, *, chunk: int, store: R
     devices = np.asarray(jax.devices())
     mesh = Mesh(devices, ("rows",))
     per = max(1, launch_size(1 << 30, None, cheap) // max(1, starts_per_row)) if jax.default_backend() == "cpu" \
-        else min(chunk, _remembered_rows(n_par, starts_per_row) or chunk)
+        else min(chunk, _remembered_rows(n_par, starts_per_row) or chunk, accelerator_launch_rows(n, chunk, devices.size))
     results: dict[int, dict] = {}
     for k in range(n_chunks):
         rows_k = min(chunk, n - k * chunk)
