@@ -66,3 +66,22 @@ def test_the_rows_that_fit_are_remembered_in_the_cache_folder(tmp_path, monkeypa
     runner._remember_rows(5, 1, 64)
     monkeypatch.setattr(runner, "_ROWS_THAT_FIT", {})
     assert runner._remembered_rows(5, 1) is None
+
+
+def test_accelerator_launches_hold_the_runs_power_of_two_of_rows(monkeypatch):
+    """On an accelerator a run's launches all hold the next power of two of a chunk's rows per
+    device, at least ACCELERATOR_LAUNCH_MIN and at most the chunk's share (one compiled shape per
+    run), not the full chunk whatever the run's length; the numbers are the unpadded rows'."""
+    f = runner.accelerator_launch_rows
+    assert f(2800, 16384, 1) == 4096 and f(1500, 16384, 1) == 4096  # xenonnt's CLs and FC runs
+    assert f(5000, 16384, 1) == 8192 and f(100_000, 16384, 1) == 16384 and f(100_000, 16384, 2) == 8192
+    assert f(5000, 16384, 2) == 4096 and f(10, 100, 1) == 100 and f(1, 16384, 1) == 4096
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(runner, "ACCELERATOR_LAUNCH_MIN", 8)
+    monkeypatch.setattr(runner, "_remembered_rows", lambda *a: None)
+    rows = {"x": np.arange(37.0), "z": np.linspace(0.0, 1.0, 37)}
+    for chunk, sizes_expected in ((16384, [64]), (100, [64]), (16, [16, 16, 16]), (20, [20, 20])):
+        sizes = []
+        got = runner.run_rows(_kernel(1 << 20, sizes), rows, chunk=chunk)
+        np.testing.assert_array_equal(got["y"], rows["x"] ** 2 + rows["z"])
+        assert sizes == sizes_expected, (chunk, sizes)
