@@ -378,6 +378,48 @@ def test_cheap_rows_reads_the_cost_of_a_rows_hessian(models, monkeypatch):
     assert not fitting.cheap_rows(s, fixed, x)
 
 
+def test_cheap_rows_where_the_default_backend_has_no_cost_analysis(models, monkeypatch, tmp_path):
+    """A GPU's lowering has no cost analysis before compilation (JAX returns None): cheap_rows
+    then reads that of the program lowered for the host's CPU device, the same bytes as where the
+    CPU is the default backend; without a CPU device, the compiled program's analysis. Simulated
+    on the CPU: a lowering without a default device set answers None, as a GPU's did on one H200
+    (every problem then counted as costly)."""
+    import jax.stages
+
+    from nuejax.inference import fitting
+
+    m, fm, data = models
+    s = FitProblem.create(fm, data)
+    fixed = Pins(np.zeros(len(s.names), dtype=bool), np.zeros(len(s.names)))
+    x = np.asarray(s.start(), dtype=float)
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path))  # nothing remembered on disk
+    monkeypatch.setattr(fitting, "_COSTLY", {})
+    want = fitting._row_cost("vgh", s, fixed, x)["bytes accessed"]
+    original = jax.stages.Lowered.cost_analysis
+
+    def like_a_gpu(self):
+        return original(self) if jax.config.jax_default_device is not None else None
+
+    monkeypatch.setattr(jax.stages.Lowered, "cost_analysis", like_a_gpu)
+    monkeypatch.setattr(fitting, "_COSTLY", {})
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path / "b"))
+    assert fitting._row_cost("vgh", s, fixed, x)["bytes accessed"] == want
+    assert fitting.cheap_rows(s, fixed, x)
+    # no CPU backend (JAX_PLATFORMS without cpu): the compiled program's own analysis
+    devices = jax.devices
+
+    def no_cpu(backend=None):
+        if backend == "cpu":
+            raise RuntimeError("Backend 'cpu' failed to initialize")
+        return devices(backend)
+
+    monkeypatch.setattr(jax, "devices", no_cpu)
+    monkeypatch.setattr(fitting, "_COSTLY", {})
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path / "c"))
+    assert fitting._row_cost("vgh", s, fixed, x)["bytes accessed"] > 0
+    assert fitting.cheap_rows(s, fixed, x)
+
+
 def test_row_launch_sizes(monkeypatch):
     """Launch sizes of solve_rows: CPU row-by-row launches padded to CPU_CHUNK (one program for
     any length up to it), vmapped CPU launches to a power of two, accelerators' to a power of two

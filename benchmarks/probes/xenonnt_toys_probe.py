@@ -1,9 +1,10 @@
 """Where the toy stage of ``nuejax xenonnt`` spends its time: the stage's two constructions (CLs
 with toys, Feldman–Cousins of μ_ν; as ``nuejax.analyses.xenonnt_run``) run twice in one process,
-the first under cProfile (a process that found the caches warm: tracing, loading, host work), the
-second in-process warm.
+the first (with ``--profile`` under cProfile: tracing, loading, host work), the second in-process
+warm. Under cProfile a first run on empty caches did not finish in 150 s on one H200 (2026-11-30):
+time without it.
 
-    python benchmarks/probes/xenonnt_toys_probe.py [--toys 100] [--json FILE] [--top 30] [--launch-min N]
+    python benchmarks/probes/xenonnt_toys_probe.py [--toys 100] [--json FILE] [--top 30] [--launch-min N] [--profile]
 
 Prints each run's times and the first run's functions by cumulative and by own time.
 ``--launch-min``: ``nuejax.inference.runner.ACCELERATOR_LAUNCH_MIN`` for the run (on an
@@ -36,6 +37,7 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--launch-min", type=int, default=None)
+    ap.add_argument("--profile", action="store_true", help="the first run under cProfile")
     a = ap.parse_args()
     from nuejax.inference import runner
     if a.launch_min is not None:
@@ -54,7 +56,7 @@ def main():
     out = {"device": jax.devices()[0].device_kind, "jax": jax.__version__, "toys": a.toys,
            "launch_min": runner.ACCELERATOR_LAUNCH_MIN, "runs": []}
     for run in range(2):
-        prof = cProfile.Profile() if run == 0 else None
+        prof = cProfile.Profile() if run == 0 and a.profile else None
         if prof:
             prof.enable()
         t0 = time.perf_counter()
