@@ -202,7 +202,7 @@ def curvature_term(x, args, r, *, by_direction: bool | None = None):
 
 
 def _curvature_rows_by_direction(x, problem, fixed, r, nonlin):
-    """The rows ``nonlin`` of :math:`\nabla^2 (r\cdot\mu)` in the fitted parameters, one
+    r"""The rows ``nonlin`` of :math:`\nabla^2 (r\cdot\mu)` in the fitted parameters, one
     forward-over-reverse pass per row (:func:`curvature_term`): the parameter dict is built once,
     the fitted values enter each pass as constants except the row's own, so the tangents of every
     stage that does not read it are symbolic zeros (JAX skips them). Pinned coordinates
