@@ -1,21 +1,6 @@
 #!/bin/bash
-# Second device call (twenty-second session): cheap_rows lowers for the host CPU device (a GPU lowering has no cost analysis; the first call found every problem costly). The row-cost probe (does cheap_rows now
-# reading a CPU lowering, find xenonnt's rows cheap on the GPU?), then `nuejax borexino` and
-# `nuejax xenonnt` first (empty caches) and warm on one H200. From the repository root, wheels in .whl/.
-set -u
-export PYTHONPATH=/tmp/site:$PWD
-pip install -q --no-deps --target /tmp/site .whl/*.whl > /dev/null 2>&1
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/device.txt"
-timeout 120 python benchmarks/probes/row_cost_probe.py > "$OUT/probe_log.txt" 2>&1
-echo "probe rc $?" >> "$OUT/probe_log.txt"
-python benchmarks/timings/command_times.py --cache /tmp/c_b --out "$OUT/borexino.json" --runs first,warm \
-  --timeout 170 borexino > "$OUT/borexino_log.txt" 2>&1
-python benchmarks/timings/command_times.py --cache /tmp/c_x --out "$OUT/xenonnt.json" --runs first,warm \
-  --timeout 190 xenonnt > "$OUT/xenonnt_log.txt" 2>&1
-python3 -c "
-import json
-for f in ('borexino', 'xenonnt'):
-    for r in json.load(open('$OUT/' + f + '.json')):
-        print(r['command'][:16], r.get('run'), r.get('rc'), r.get('wall_s'), r.get('seconds'), r.get('phase_start_seconds'), r.get('timed_out_after_s'))
-"
-tail -5 "$OUT/probe_log.txt"
+# Second device call (twenty-second session): the first call's script (../timings/session.sh: the
+# row-cost probe, then `nuejax borexino` and `nuejax xenonnt` first and warm on one H200), run
+# again after cheap_rows lowered for the host's CPU device (a GPU lowering has no cost analysis;
+# the first call found every problem costly). From the repository root, wheels in .whl/.
+exec bash "$(dirname "$0")/../timings/session.sh"
