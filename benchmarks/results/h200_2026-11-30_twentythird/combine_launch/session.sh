@@ -1,16 +1,17 @@
 #!/bin/bash
-# Second and third device calls (twenty-third session): `nuejax combine` first (empty caches) and
-# warm on one H200, the curvature term one parameter at a time (a prelude, as main will run it),
-# with accelerators' cheap launches padded as on main (64 rows, 256 beyond: two solver programs per
-# problem) or, given `256`, to 256 rows always (ROW_LAUNCH_MIN_CHEAP = 256: one program per problem).
-# Given `main`: as main runs it (the curvature term by vmap on a GPU, 64/256-row launches).
-# From the repository root, wheels in .whl/; the argument names the run.
+# Device calls 2-4 (twenty-third session): `nuejax combine` first (empty caches) and warm on one
+# H200. `session.sh MIN [split]`: accelerators' cheap launches padded to MIN rows at least
+# (ROW_LAUNCH_MIN_CHEAP; main: 64, and 256 beyond, two solver programs per problem; 256: one), and
+# with `split` the curvature term one parameter at a time (by_direction=True); `main`: as main runs.
+# Calls: `64 split` (combine_64.json), `main` (combine_main.json), `256` (combine_256.json).
+# From the repository root, wheels in .whl/.
 set -u
 MIN=${1:-64}
 export PYTHONPATH=/tmp/site:$PWD
 pip install -q --no-deps --target /tmp/site .whl/*.whl > /dev/null 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/device.txt"
-P="import functools, nuejax.inference.fitting as F; F.curvature_term = functools.partial(F.curvature_term, by_direction=True); F.ROW_LAUNCH_MIN_CHEAP = $MIN"
+P="import functools, nuejax.inference.fitting as F; F.ROW_LAUNCH_MIN_CHEAP = $MIN"
+[ "${2:-}" = split ] && P="$P; F.curvature_term = functools.partial(F.curvature_term, by_direction=True)"
 [ "$MIN" = main ] && P=""
 python benchmarks/timings/command_times.py --cache /tmp/c_c --out "$OUT/combine_$MIN.json" --runs first,warm \
   --timeout 330 --prelude "$P" combine > "$OUT/combine_${MIN}_log.txt" 2>&1
