@@ -182,7 +182,10 @@ def curvature_term(x, args, r, *, by_direction: bool | None = None):
     numbers (tests/test_bounded_fits.py). On 2 CPU cores the term took 6.4-9.7 ms against
     9.9-13.4 ms for the Phase-III NSI problem (7 non-linear of 19), 5.4-6.2 against 7.2-7.9 ms for
     XENONnT's μ_ν problem and 10.4-11.9 against 12.5-13.7 ms for the default model's general path
-    (benchmarks/NOTES.md); accelerators keep the ``vmap`` (the split was not measured there)."""
+    (benchmarks/NOTES.md). Accelerators keep the ``vmap``: on one H200 the split made the batched
+    value, gradient and Hessian of 512 rows 1.71 -> 1.37 ms for XENONnT's μ_ν problem but
+    9.20 -> 9.57 ms for Phase-III NSI, and `nuejax combine`'s first run did not finish in 330 s
+    against 208 s with the ``vmap`` on the same machine (benchmarks/NOTES.md)."""
     problem, fixed = args
     model = problem.model
     nonlin = np.flatnonzero(~np.asarray(linear_mask(model, problem.names)))
@@ -347,11 +350,14 @@ ROW_LAUNCH_QUANTUM = 1024
 #: whatever their number.
 ROW_LAUNCH_MIN = 8
 #: The fewest rows of an accelerator's launch where rows are cheap (:func:`cheap_rows`): the
-#: design, the finish, the profile errors and scans of up to 64 rows then run one program. On one
-#: H200 a launch of 64 rows cost what one of 8 does for the Phase-III and XENONnT problems, and
-#: `nuejax xenonnt`'s first run took 99 s instead of 158 s, `nuejax borexino`'s 51 s instead of
-#: 74 s (fewer solver programs to compile; benchmarks/NOTES.md).
-ROW_LAUNCH_MIN_CHEAP = 64
+#: design, the finish, the profile errors and scans of up to this many rows then run one program,
+#: the same as longer scans in launches of :data:`ROW_LAUNCH_CHEAP_STEP`, so that a problem
+#: compiles one solver program. On one H200 a launch of 64 rows cost what one of 8 does for the
+#: Phase-III and XENONnT problems (first runs: `nuejax xenonnt` 99 s instead of 158 s, `nuejax
+#: borexino` 51 s instead of 74 s); padding to 256 instead of 64 then took `nuejax combine`'s
+#: first run from 208.4 s to 171.8 s (warm 36.9 -> 34.8 s), `nuejax borexino`'s from 54.1 to
+#: 49.4 s (warm 5.69 -> 5.75 s) on one machine (benchmarks/NOTES.md).
+ROW_LAUNCH_MIN_CHEAP = 256
 #: Rows are cheap on an accelerator when one row's value, gradient and Hessian move fewer bytes
 #: than this (XLA's cost analysis): the Phase-III and XENONnT problems move 6e8-9e8, the paper
 #: workload's fast path 1e7, while its general path (25 fitted parameters, 1.2e10 bytes) took
@@ -360,11 +366,11 @@ ROW_LAUNCH_MIN_CHEAP = 64
 ACCELERATOR_ROW_BYTES = 3e9
 
 
-#: Accelerators' launches of cheap rows (:func:`cheap_rows`) hold at most this many rows, padded
-#: to :data:`ROW_LAUNCH_MIN_CHEAP` or to this: a problem then compiles at most two solver programs
-#: whatever its launches' lengths. Batched mediator curves (9 masses x 22 points x 2 starts) had
-#: made each problem compile one program per power of two up to 512, 8-16 s each on one H200's
-#: host (benchmarks/NOTES.md).
+#: Accelerators' launches of cheap rows (:func:`cheap_rows`) hold this many rows, padded to it
+#: (:data:`ROW_LAUNCH_MIN_CHEAP`): a problem then compiles one solver program whatever its
+#: launches' lengths. Batched mediator curves (9 masses x 22 points x 2 starts) had made each
+#: problem compile one program per power of two up to 512, 8-16 s each on one H200's host
+#: (benchmarks/NOTES.md).
 ROW_LAUNCH_CHEAP_STEP = 256
 
 
