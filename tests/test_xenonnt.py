@@ -141,6 +141,32 @@ def test_nuejax_xenonnt_json_end_to_end(tmp_path):
         assert all(x is not None for x in g) and g[0] < g[1] < g[2]
 
 
+@pytest.mark.slow
+def test_xenonnt_stages_beside_give_the_same_summary_and_lines(tmp_path, monkeypatch):
+    """nuejax xenonnt runs its NSI and mediator stages beside the μ_ν stages where cores are to
+    spare: the summary equals the one of the stages run in turn (asymptotic, one mediator mass),
+    number for number, and the progress lines come out in the same order; the caller's warning
+    filters are restored."""
+    import warnings
+
+    from nuejax._internal import ahead
+    from nuejax.analyses.xenonnt_run import run_xenonnt
+
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    filters = list(warnings.filters)
+    runs = {}
+    for spare in (0, 4):  # in turn first: the threads then find its programs compiled
+        monkeypatch.setattr(ahead, "spare_cores", lambda spare=spare: spare)
+        lines = []
+        s = run_xenonnt(tmp_path / str(spare), n_toys=0, plots=False, masses=np.array([1.0]), progress=lines.append)
+        assert set(s["phase_start_seconds"]) == {"1/5", "2/5", "3/5", "4/5", "5/5"}
+        runs[spare] = ({k: v for k, v in s.items() if k not in ("seconds", "phase_start_seconds")}, lines)
+        assert list(warnings.filters) == filters
+    assert runs[4][1] == runs[0][1]
+    assert [ln[:5] for ln in runs[0][1] if ln.startswith("[")] == ["[1/5]", "[2/5]", "[3/5]", "[4/5]", "[5/5]"]
+    assert json.dumps(runs[4][0], sort_keys=True) == json.dumps(runs[0][0], sort_keys=True)
+
+
 @pytest.mark.parametrize("unbinned", [False, True])
 def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypatch):
     """The SR0 model is one cache entry: the second build runs no xenon_model and equals, bit for

@@ -34,6 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from .._internal.ahead import beside
 from ..inference import cls_upper_limit, feldman_cousins, fit, profile_scan
 from ..model.fast import fast_model
 from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
@@ -48,6 +49,10 @@ MU_TEST = np.linspace(0.1, 1.4, 14)
 EPS_L_GRID = np.linspace(-2.0, 1.0, 13)
 EPS_R_GRID = np.linspace(-2.0, 2.0, 17)
 SCAN_ITER = 40
+#: Cores to spare (beyond the main thread's) for the NSI and mediator stages to run beside the
+#: μ_ν stages (one each, and one for the main work's compiling), as in ``nuejax borexino``; on 2
+#: cores every stage runs in turn.
+BESIDE_MIN_SPARE = 3
 
 
 def _regions(scan, cl=0.9):
@@ -71,31 +76,46 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     model = fast_model(model)
     key = jax.random.PRNGKey(seed)
 
-    say("[2/5] mu_nu: fit, profile, asymptotic q~ and CLs")
-    m_mu = model.release("mu_nu")
+    # The NSI and mediator stages need only the model and the data: where the machine has cores to
+    # spare they run beside the μ_ν stages (their programs trace, lower and compile side by side)
+    # and say their lines in order afterwards. Only this thread sets warning filters around them
+    # (``warnings.catch_warnings`` is not thread-safe: a stage's own block, as in mediator_curves,
+    # may then leave or lift a filter early, but only inside this block, which restores the
+    # caller's filters once every stage is done).
+    branches = {k: say.branch() for k in ("eps", "med")}
+    stages = {"eps": (_nsi, (model, data)), "med": (_mediators, (unbinned, data, masses))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        running = {k: beside(fn, *args, branches[k], min_spare=BESIDE_MIN_SPARE) for k, (fn, args) in stages.items()}
+
+        say("[2/5] mu_nu: fit, profile, asymptotic q~ and CLs")
+        m_mu = model.release("mu_nu")
         fit_mu = fit(m_mu, data)
         mu_scan = profile_scan(m_mu, data, "mu_nu", MU_GRID, n_iter=SCAN_ITER)
         asym = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST)
-    q_limit = mu_scan.upper_limit(0.9)
-    say(f"      best mu_nu = {float(fit_mu.values['mu_nu']):.3g}; q~ asymptotic limit {q_limit} x 1e-11 mu_B; "
-        f"CLs {asym.limit}, CLs+b {asym.limit_sb}, expected CLs+b {asym.expected_sb.get('0')}")
+        q_limit = mu_scan.upper_limit(0.9)
+        say(f"      best mu_nu = {float(fit_mu.values['mu_nu']):.3g}; q~ asymptotic limit {q_limit} x 1e-11 mu_B; "
+            f"CLs {asym.limit}, CLs+b {asym.limit_sb}, expected CLs+b {asym.expected_sb.get('0')}")
 
-    toys = None
-    fc_res = None
-    if n_toys > 0:
-        say(f"[3/5] mu_nu from toys: Neyman construction with q~ (CLs+b) and CLs, {n_toys} toys per value")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+        toys = None
+        fc_res = None
+        if n_toys > 0:
+            say(f"[3/5] mu_nu from toys: Neyman construction with q~ (CLs+b) and CLs, {n_toys} toys per value")
             toys = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST, n_toys=n_toys, key=key)
             if fc:
                 fc_res = feldman_cousins(m_mu, data, "mu_nu", np.concatenate([[0.0], MU_TEST]), n_toys,
                                          key=jax.random.fold_in(key, 1))
-        say(f"      CLs+b {toys.limit_sb}, CLs {toys.limit}, expected CLs+b {toys.expected_sb}"
-            + ("" if fc_res is None else f"; Feldman-Cousins {fc_res.interval}"))
-    else:
-        say("[3/5] (no toys)")
+            say(f"      CLs+b {toys.limit_sb}, CLs {toys.limit}, expected CLs+b {toys.expected_sb}"
+                + ("" if fc_res is None else f"; Feldman-Cousins {fc_res.interval}"))
+        else:
+            say("[3/5] (no toys)")
+
+        out = {}
+        for k, (fn, args) in stages.items():
+            out[k] = running[k].result() if running[k] is not None else fn(*args, branches[k])
+            say.replay(branches[k])
+    fit_eps, sL, sR, iL, iR = out["eps"]
+    mediators = out["med"]
 
     # the headline: the upper end of the unified (Feldman-Cousins) 90% interval from toys, or its
     # asymptotic form (two-sided profile Δχ² = 2.706 on the bounded profile) without toys
@@ -110,20 +130,6 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     raw = band_src.limit_sb
     minus1 = band_src.expected_sb.get("-1")
     pcl = None if raw is None else (max(raw, minus1) if minus1 is not None else raw)
-
-    say("[4/5] NSI: eps_ee_L and eps_ee_R (the other free), 90% CL")
-    m_eps = model.release("eps_ee_L", "eps_ee_R")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        fit_eps = fit(m_eps, data)
-        sL = profile_scan(m_eps, data, "eps_ee_L", EPS_L_GRID, global_fit=fit_eps, n_iter=SCAN_ITER)
-        sR = profile_scan(m_eps, data, "eps_ee_R", EPS_R_GRID, global_fit=fit_eps, n_iter=SCAN_ITER)
-    iL, iR = _regions(sL), _regions(sR)
-    say(f"      eps_ee_L regions {iL['regions']}, eps_ee_R regions {iR['regions']}")
-
-    say(f"[5/5] mediators: coupling limits at {len(masses)} masses, 0.01-100 MeV")
-    m_med, _ = xenonnt_sr0_model(unbinned=unbinned, mediators=("zprime", "phi"), fast_mediators=True)
-    mediators = mediator_curves(m_med, data, masses, say=say)
 
     summary = {
         "mu_nu_upper_90": None if headline is None else headline * 1e-11,
@@ -168,6 +174,25 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _nsi(model, data, say):
+    """Stage 4: ε^L_ee and ε^R_ee, each profiled with the other free, and their 90 % CL regions."""
+    say("[4/5] NSI: eps_ee_L and eps_ee_R (the other free), 90% CL")
+    m_eps = model.release("eps_ee_L", "eps_ee_R")
+    fit_eps = fit(m_eps, data)
+    sL = profile_scan(m_eps, data, "eps_ee_L", EPS_L_GRID, global_fit=fit_eps, n_iter=SCAN_ITER)
+    sR = profile_scan(m_eps, data, "eps_ee_R", EPS_R_GRID, global_fit=fit_eps, n_iter=SCAN_ITER)
+    iL, iR = _regions(sL), _regions(sR)
+    say(f"      eps_ee_L regions {iL['regions']}, eps_ee_R regions {iR['regions']}")
+    return fit_eps, sL, sR, iL, iR
+
+
+def _mediators(unbinned, data, masses, say):
+    """Stage 5: the mediators' coupling limits (:func:`~nuejax.analyses.mediators.mediator_curves`)."""
+    say(f"[5/5] mediators: coupling limits at {len(masses)} masses, 0.01-100 MeV")
+    m_med, _ = xenonnt_sr0_model(unbinned=unbinned, mediators=("zprime", "phi"), fast_mediators=True)
+    return mediator_curves(m_med, data, masses, say=say)
 
 
 def _plots(outdir, model, data, fit_mu, mu_scan, sL, sR, mediators, unbinned):
