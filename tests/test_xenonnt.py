@@ -167,6 +167,42 @@ def test_xenonnt_stages_beside_give_the_same_summary_and_lines(tmp_path, monkeyp
     assert json.dumps(runs[4][0], sort_keys=True) == json.dumps(runs[0][0], sort_keys=True)
 
 
+def test_xenonnt_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch):
+    """Where the μ_ν stages raise while the NSI and mediator stages run beside them, run_xenonnt
+    waits for those (each with a warning filter of its own) before it leaves: the error raised is
+    the μ_ν stages', both stages have ended and the caller's warning filters are back."""
+    import threading
+    import time
+    import warnings
+
+    from nuejax._internal import ahead
+    from nuejax.analyses import xenonnt_run
+
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(ahead, "spare_cores", lambda: 4)
+    monkeypatch.setattr(xenonnt_run, "xenonnt_sr0_model", lambda unbinned=False: ("model", "data"))
+    monkeypatch.setattr(xenonnt_run, "fast_model", lambda m: m)
+    ended = []
+
+    def stage(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            time.sleep(0.5)
+        ended.append(threading.current_thread().name)
+
+    def broken(*args):
+        raise RuntimeError("the mu_nu stages failed")
+
+    monkeypatch.setattr(xenonnt_run, "_nsi", stage)
+    monkeypatch.setattr(xenonnt_run, "_mediators", stage)
+    monkeypatch.setattr(xenonnt_run, "_mu_nu", broken)
+    filters = list(warnings.filters)
+    with pytest.raises(RuntimeError, match="mu_nu stages failed"):
+        xenonnt_run.run_xenonnt(tmp_path, plots=False)
+    assert len(ended) == 2 and threading.current_thread().name not in ended
+    assert list(warnings.filters) == filters
+
+
 @pytest.mark.parametrize("unbinned", [False, True])
 def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypatch):
     """The SR0 model is one cache entry: the second build runs no xenon_model and equals, bit for

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from concurrent.futures import wait
 from pathlib import Path
 
 import jax
@@ -80,35 +81,18 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     # spare they run beside the μ_ν stages (their programs trace, lower and compile side by side)
     # and say their lines in order afterwards. Only this thread sets warning filters around them
     # (``warnings.catch_warnings`` is not thread-safe: a stage's own block, as in mediator_curves,
-    # may then leave or lift a filter early, but only inside this block, which restores the
-    # caller's filters once every stage is done).
+    # may then leave or lift a filter early, but only inside this block, which is left only once
+    # every stage has ended, also where one raised, and then restores the caller's filters).
     branches = {k: say.branch() for k in ("eps", "med")}
     stages = {"eps": (_nsi, (model, data)), "med": (_mediators, (unbinned, data, masses))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         running = {k: beside(fn, *args, branches[k], min_spare=BESIDE_MIN_SPARE) for k, (fn, args) in stages.items()}
 
-        say("[2/5] mu_nu: fit, profile, asymptotic q~ and CLs")
-        m_mu = model.release("mu_nu")
-        fit_mu = fit(m_mu, data)
-        mu_scan = profile_scan(m_mu, data, "mu_nu", MU_GRID, n_iter=SCAN_ITER)
-        asym = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST)
-        q_limit = mu_scan.upper_limit(0.9)
-        say(f"      best mu_nu = {float(fit_mu.values['mu_nu']):.3g}; q~ asymptotic limit {q_limit} x 1e-11 mu_B; "
-            f"CLs {asym.limit}, CLs+b {asym.limit_sb}, expected CLs+b {asym.expected_sb.get('0')}")
-
-        toys = None
-        fc_res = None
-        if n_toys > 0:
-            say(f"[3/5] mu_nu from toys: Neyman construction with q~ (CLs+b) and CLs, {n_toys} toys per value")
-            toys = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST, n_toys=n_toys, key=key)
-            if fc:
-                fc_res = feldman_cousins(m_mu, data, "mu_nu", np.concatenate([[0.0], MU_TEST]), n_toys,
-                                         key=jax.random.fold_in(key, 1))
-            say(f"      CLs+b {toys.limit_sb}, CLs {toys.limit}, expected CLs+b {toys.expected_sb}"
-                + ("" if fc_res is None else f"; Feldman-Cousins {fc_res.interval}"))
-        else:
-            say("[3/5] (no toys)")
+        try:
+            m_mu, fit_mu, mu_scan, asym, q_limit, toys, fc_res = _mu_nu(model, data, say, n_toys, fc, key)
+        finally:  # a stage beside ends inside this block, also where the μ_ν stages raised
+            wait([f for f in running.values() if f is not None])
 
         out = {}
         for k, (fn, args) in stages.items():
@@ -174,6 +158,33 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _mu_nu(model, data, say, n_toys, fc, key):
+    """Stages 2 and 3: μ_ν's fit, profile and asymptotic CLs, then its toy constructions (CLs+b
+    and CLs, Feldman-Cousins where ``fc``; none where ``n_toys`` is 0)."""
+    say("[2/5] mu_nu: fit, profile, asymptotic q~ and CLs")
+    m_mu = model.release("mu_nu")
+    fit_mu = fit(m_mu, data)
+    mu_scan = profile_scan(m_mu, data, "mu_nu", MU_GRID, n_iter=SCAN_ITER)
+    asym = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST)
+    q_limit = mu_scan.upper_limit(0.9)
+    say(f"      best mu_nu = {float(fit_mu.values['mu_nu']):.3g}; q~ asymptotic limit {q_limit} x 1e-11 mu_B; "
+        f"CLs {asym.limit}, CLs+b {asym.limit_sb}, expected CLs+b {asym.expected_sb.get('0')}")
+
+    toys = None
+    fc_res = None
+    if n_toys > 0:
+        say(f"[3/5] mu_nu from toys: Neyman construction with q~ (CLs+b) and CLs, {n_toys} toys per value")
+        toys = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST, n_toys=n_toys, key=key)
+        if fc:
+            fc_res = feldman_cousins(m_mu, data, "mu_nu", np.concatenate([[0.0], MU_TEST]), n_toys,
+                                     key=jax.random.fold_in(key, 1))
+        say(f"      CLs+b {toys.limit_sb}, CLs {toys.limit}, expected CLs+b {toys.expected_sb}"
+            + ("" if fc_res is None else f"; Feldman-Cousins {fc_res.interval}"))
+    else:
+        say("[3/5] (no toys)")
+    return m_mu, fit_mu, mu_scan, asym, q_limit, toys, fc_res
 
 
 def _nsi(model, data, say):
