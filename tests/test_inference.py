@@ -437,4 +437,4 @@ def test_row_launch_sizes(monkeypatch):
     assert [fitting._row_launch(r, 1 << 30, False, cheap) for r in (1, cheap, cheap + 1, q + 1)] == [
         cheap, cheap, 2 * cheap, 2 * q]
     step = fitting.ROW_LAUNCH_CHEAP_STEP  # cheap rows in chunks of step: one size, one program per problem
-    assert {fitting._row_launch(r, step, False, cheap, step) for r in (1, 8, 64, step - 1, step)} == {step}
+    assert {fitting._row_launch(r, step, False, cheap) for r in (1, 8, 64, step - 1, step)} == {step}

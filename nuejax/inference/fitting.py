@@ -366,21 +366,18 @@ ROW_LAUNCH_MIN_CHEAP = 256
 ACCELERATOR_ROW_BYTES = 3e9
 
 
-#: Accelerators' launches of cheap rows (:func:`cheap_rows`) hold this many rows, padded to it
-#: (:data:`ROW_LAUNCH_MIN_CHEAP`): a problem then compiles one solver program whatever its
-#: launches' lengths. Batched mediator curves (9 masses x 22 points x 2 starts) had made each
-#: problem compile one program per power of two up to 512, 8-16 s each on one H200's host
-#: (benchmarks/NOTES.md).
-ROW_LAUNCH_CHEAP_STEP = 256
+#: Accelerators' launches of cheap rows (:func:`cheap_rows`) hold this many rows, the fewest such
+#: a launch holds (:data:`ROW_LAUNCH_MIN_CHEAP`), so every launch is padded to it: a problem then
+#: compiles one solver program whatever its launches' lengths. Batched mediator curves (9 masses x
+#: 22 points x 2 starts) had made each problem compile one program per power of two up to 512,
+#: 8-16 s each on one H200's host (benchmarks/NOTES.md).
+ROW_LAUNCH_CHEAP_STEP = ROW_LAUNCH_MIN_CHEAP
 
 
-def _row_launch(r: int, step: int, sequential: bool, least: int = ROW_LAUNCH_MIN, cap: int | None = None) -> int:
+def _row_launch(r: int, step: int, sequential: bool, least: int = ROW_LAUNCH_MIN) -> int:
     """The rows a launch of ``r`` rows of :func:`solve_rows` is padded to (its docstring);
-    ``least``: the fewest rows of an accelerator's launch; ``cap``: the size of an accelerator's
-    launch of more than ``least`` rows (cheap rows: :data:`ROW_LAUNCH_CHEAP_STEP`)."""
+    ``least``: the fewest rows of an accelerator's launch."""
     if jax.default_backend() != "cpu":
-        if cap is not None and r > least:
-            return cap
         if r > ROW_LAUNCH_QUANTUM:
             return -(-r // ROW_LAUNCH_QUANTUM) * ROW_LAUNCH_QUANTUM
         return max(least, 1 << (r - 1).bit_length())
@@ -430,9 +427,8 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     sequential = on_cpu and costly_objective(problem, first_row, x0[0])
     cheap = not on_cpu and cheap_rows(problem, first_row, x0[0, 0])
     least = ROW_LAUNCH_MIN_CHEAP if cheap else ROW_LAUNCH_MIN
-    cap = None
-    if cheap and chunk is None:
-        step = cap = ROW_LAUNCH_CHEAP_STEP
+    if cheap and chunk is None:  # launches of at most ROW_LAUNCH_CHEAP_STEP = least rows: one size
+        step = ROW_LAUNCH_CHEAP_STEP
     solve = row_solver()
     # the last distinct row each point needs (progress: a point is done once that one is)
     last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1)) if progress is not None else None
@@ -440,7 +436,7 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     for a in range(0, uniq.size, step):
         rows = uniq[a:a + step]
         r = rows.size
-        size = _row_launch(r, step, sequential, least, cap)
+        size = _row_launch(r, step, sequential, least)
         take = np.concatenate([rows, np.repeat(rows[:1], size - r)])
         f = jax.tree_util.tree_map(lambda v: jnp.asarray(v[take], dtype=dt if v.dtype.kind == "f" else v.dtype), fixed)  # noqa: B023
         out = solve(problem, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)),
