@@ -170,3 +170,109 @@ def test_nuejax_combine_end_to_end(tmp_path):
     assert s["mu_nu_upper_90"] <= min(alone) * (1 + 1e-6)
     # the mediator curves (--masses 0: skipped here for CI's time; docs/combination.md has a full run)
     assert s["mediator_limits"] is None
+
+
+def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False):
+    """run_combine's stages replaced by cheap ones that record how they were called: the
+    orchestration (beside or in turn, merging, lines, warning filters) is what is tested."""
+    import threading
+    import time
+    import warnings
+
+    class Saved:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def save(self, path):
+            path.write_text(self.tag)
+
+    names = ("borexino", "xenonnt", "combined")
+
+    def models(say):
+        say("[1/5] models")
+        return {n: n for n in names}, {n: n for n in names}, "calibration"
+
+    def mu_nu(models, data, say):
+        if mu_fails:
+            raise RuntimeError("the mu_nu stage failed")
+        say("[2/5] mu_nu")
+        time.sleep(0.2)
+        return ({n: {"mu_nu_upper_90": 1.0 + i, "fit_valid": True} for i, n in enumerate(names)},
+                {n: Saved(n) for n in names}, 0.5)
+
+    def eps(models, data, eps, say, in_turn):
+        with warnings.catch_warnings():  # a stage's own filter, as in mediator_curves
+            warnings.simplefilter("ignore", UserWarning)
+            time.sleep(0.3)
+        calls.append(("eps", in_turn, threading.current_thread().name))
+        say("[3/5] eps")
+        return {n: Saved(n) for n in names}, {n: {"eps_region_90_points": 3} for n in names}
+
+    def med(data, masses, calibration, say, in_turn):
+        time.sleep(0.3)
+        calls.append(("med", in_turn, threading.current_thread().name))
+        say("[4/5] mediators")
+        return {n: {"scalar": [n]} for n in names}
+
+    for name, fn in (("_models", models), ("_mu_nu", mu_nu), ("_eps_regions", eps), ("_mediator_curves", med)):
+        monkeypatch.setattr(combine_run, name, fn)
+
+
+def test_combine_stages_beside_give_the_summary_and_lines_in_turn(tmp_path, monkeypatch):
+    """run_combine with its ε and mediator stages beside the μ_ν stage (allowed on the CPU for
+    the test) gives the summary and the progress lines of the run in turn, in the stages' order;
+    the stages run in threads and are told so (no jax.clear_caches beside), the caller's warning
+    filters come back; on a CPU they run in turn unless allowed."""
+    import json
+    import threading
+    import warnings
+
+    from nuejax._internal import ahead
+    from nuejax.analyses import combine_run
+
+    monkeypatch.setattr(ahead, "spare_cores", lambda: 4)
+    filters = list(warnings.filters)
+    runs = {}
+    for label, env, on_cpu in (("in_turn", "0", True), ("cpu", "1", False), ("beside", "1", True)):
+        monkeypatch.setenv("NUEJAX_AHEAD", env)
+        monkeypatch.setattr(combine_run, "BESIDE_ON_CPU", on_cpu)
+        calls, lines = [], []
+        _fake_combine_stages(monkeypatch, combine_run, calls)
+        s = combine_run.run_combine(tmp_path / label, plots=False, progress=lines.append)
+        files = {f.name: f.read_text() for f in (tmp_path / label).glob("*_scan_*.json")}
+        runs[label] = ({k: v for k, v in s.items() if "seconds" not in k}, lines, calls, files)
+        assert list(warnings.filters) == filters
+    main = threading.current_thread().name
+    assert [(k, t) for k, t, _ in runs["in_turn"][2]] == [("eps", True), ("med", True)]
+    assert all(n == main for *_, n in runs["in_turn"][2]) and runs["cpu"][2] == runs["in_turn"][2]
+    assert sorted((k, t) for k, t, _ in runs["beside"][2]) == [("eps", False), ("med", False)]
+    assert all(n != main for *_, n in runs["beside"][2])
+    ref = runs["in_turn"]
+    assert ref[1] == ["[1/5] models", "[2/5] mu_nu", "[3/5] eps", "[4/5] mediators", "[5/5] summary and figures"]
+    assert ref[0]["combined"] == {"mu_nu_upper_90": 3.0, "fit_valid": True, "eps_region_90_points": 3,
+                                  "mediator_limits": {"scalar": ["combined"]}}
+    assert len(ref[3]) == 6
+    for label in ("cpu", "beside"):
+        assert runs[label][1] == ref[1] and runs[label][3] == ref[3]
+        assert json.dumps(runs[label][0], sort_keys=True) == json.dumps(ref[0], sort_keys=True)
+
+
+def test_combine_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch):
+    """Where the μ_ν stage raises while the ε and mediator stages run beside it, run_combine waits
+    for them before it leaves: the error is the μ_ν stage's, both stages ended, the caller's
+    warning filters are back."""
+    import warnings
+
+    from nuejax._internal import ahead
+    from nuejax.analyses import combine_run
+
+    monkeypatch.setattr(ahead, "spare_cores", lambda: 4)
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(combine_run, "BESIDE_ON_CPU", True)
+    calls = []
+    _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=True)
+    filters = list(warnings.filters)
+    with pytest.raises(RuntimeError, match="mu_nu stage failed"):
+        combine_run.run_combine(tmp_path, plots=False)
+    assert sorted(k for k, *_ in calls) == ["eps", "med"]
+    assert list(warnings.filters) == filters

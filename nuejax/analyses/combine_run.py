@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import warnings
+from concurrent.futures import wait
 from pathlib import Path
 
 import jax
 import numpy as np
 
+from .._internal.ahead import beside
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
 from ..model.combine import combine
 from ..model.fast import fast_model
@@ -32,7 +34,7 @@ from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
 
-__all__ = ["EPS_GRID", "MASSES", "MEDIATOR_GRID", "MU_GRID", "run_combine"]
+__all__ = ["BESIDE_MIN_SPARE", "BESIDE_ON_CPU", "EPS_GRID", "MASSES", "MEDIATOR_GRID", "MU_GRID", "SHARED", "run_combine"]
 
 #: μ_ν grid [1e-11 μ_B]: fine where XENONnT's limit lies, to 8 for Borexino's
 MU_GRID = np.concatenate([np.linspace(0.0, 1.5, 16), [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]])
@@ -46,6 +48,14 @@ EPS_GRID = (np.linspace(-1.8, 0.6, 13), np.linspace(-1.2, 0.8, 11))
 MASSES = np.logspace(-2, 2, 5)
 MEDIATOR_GRID = {"ratios": np.logspace(-2, 4, 13), "refine_points": 9}
 SCAN_ITER = 40
+#: the parameters the two experiments share
+SHARED = ("mu_nu", "eps_ee_L", "eps_ee_R")
+#: Cores to spare (beyond the main thread's) for the ε and mediator stages to run beside the μ_ν
+#: stage (one each, and one for the main work's compiling), as in ``nuejax xenonnt``
+BESIDE_MIN_SPARE = 3
+#: Whether the stages may run beside each other on a CPU too (run_combine: off, so that a long CPU
+#: run can drop each stage's programs before the next)
+BESIDE_ON_CPU = False
 
 
 def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, progress=None) -> dict:
@@ -54,74 +64,37 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     say = StageClock(progress)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
-    say("[1/5] models: Borexino Phase III (SSM-constrained rates), XENONnT SR0 (B0 with the package's SM)")
-    bx, bdata, calibration = borexino_phase3_model(progress=lambda m: say("      " + m))
-    bx = ssm_constrained(bx)
-    xe, xdata = xenonnt_sr0_model()
-    xe = fast_model(xe)  # as nuejax xenonnt: μ_ν and ε on the fast path (Borexino's model is on it already)
-    shared = ("mu_nu", "eps_ee_L", "eps_ee_R")
-    both = combine(bx, xe, labels=("borexino", "xenonnt"), shared=shared)
-    data = {"borexino": np.asarray(bdata.counts), "xenonnt": np.asarray(xdata)}
-    data["combined"] = both.join(data["borexino"], data["xenonnt"])
-    models = {"borexino": bx, "xenonnt": xe, "combined": both}
+    masses = np.asarray(masses, dtype=float)
+    models, data, calibration = _models(say)
 
-    say("[2/5] mu_nu: profiles of each experiment and of the combination")
-    per, scans = {}, {}
+    # The ε and mediator stages need only the models and the data: on an accelerator with cores to
+    # spare they run beside the μ_ν stage (their programs trace, lower and compile side by side) and
+    # say their lines in order afterwards. In turn, each stage first drops the programs of the one
+    # before (jax.clear_caches), which keeps a long CPU run's JIT code memory bounded (LLVM ran out
+    # of mappable memory after ~30 minutes of compiles); beside, nothing may be dropped while another
+    # thread compiles, so a CPU runs them in turn. Warning filters as in nuejax.analyses.xenonnt_run:
+    # only this thread sets them, in one block left only once every stage has ended.
+    branches = {k: say.branch() for k in ("eps", "med")}
+    stages = {"eps": (_eps_regions, (models, data, eps)), "med": (_mediator_curves, (data, masses, calibration))}
+    together = BESIDE_ON_CPU or jax.default_backend() != "cpu"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for name, m in models.items():
-            mm = m.release("mu_nu")
-            r = newton_fit(mm, data[name], one_sided=False, starts=1)
-            s = profile_scan(mm, data[name], "mu_nu", MU_GRID, global_fit=r, n_iter=SCAN_ITER, starts=1)
-            ul, two = s.upper_limit(0.9), s.interval(0.9).upper
-            scans[name] = s
-            per[name] = {"mu_nu_upper_90": None if ul is None else ul * 1e-11,
-                         "mu_nu_upper_90_two_sided": None if two is None else two * 1e-11,
-                         "mu_nu_best": float(r.params["mu_nu"]) * 1e-11, "fit_valid": bool(r.valid)}
-            say(f"      {name}: mu_nu < {per[name]['mu_nu_upper_90']} mu_B (one-sided q~), "
-                f"{per[name]['mu_nu_upper_90_two_sided']} (two-sided)")
-        # asymptotic: no toys, so no auxiliary measurement is redrawn (Borexino's 210Bi bound has none)
-        asym = cls_upper_limit(both.release("mu_nu"), data["combined"], "mu_nu", MU_TEST, resample_aux=False)
-    expected = asym.expected_sb.get("0")
-
-    regions = {}
-    jax.clear_caches()
-    if eps:
-        say("[3/5] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            for name, m in models.items():
-                mm = m.release("eps_ee_L", "eps_ee_R")
-                r = newton_fit(mm, data[name], one_sided=False)
-                s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r,
-                                     n_iter=SCAN_ITER)
-                regions[name] = s2
-                inside = np.asarray(s2.delta_chi2) < 4.605
-                per[name]["eps_region_90_points"] = int(inside.sum())
-                per[name]["eps_best"] = {"eps_ee_L": float(r.params["eps_ee_L"]),
-                                         "eps_ee_R": float(r.params["eps_ee_R"])}
-                say(f"      {name}: {int(inside.sum())} of {inside.size} grid points inside")
-    else:
-        say("[3/5] (eps regions skipped)")
-
-    curves = {}
-    masses = np.asarray(masses, dtype=float)
-    if masses.size:
-        say(f"[4/5] mediators: coupling limits at {masses.size} masses, each experiment and combined")
-        bx_med = ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True), calibration=calibration)[0])
-        xe_med, _ = xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)
-        med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
-        med = {"borexino": bx_med, "xenonnt": xe_med,
-               "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}
-        for name, m in med.items():
-            # each model's programs are its own: dropping the last one's keeps a long run's JIT
-            # code memory bounded (LLVM ran out of mappable memory after ~30 minutes of compiles)
-            jax.clear_caches()
-            say(f"      {name}:")
-            curves[name] = mediator_curves(m, data[name], masses, say=say, **MEDIATOR_GRID)
+        running = {k: beside(fn, *args, branches[k], False, min_spare=BESIDE_MIN_SPARE) if together else None
+                   for k, (fn, args) in stages.items()}
+        try:
+            per, scans, expected = _mu_nu(models, data, say)
+        finally:  # a stage beside ends inside this block, also where the μ_ν stage raised
+            wait([f for f in running.values() if f is not None])
+        done = {}
+        for k, (fn, args) in stages.items():
+            done[k] = running[k].result() if running[k] is not None else fn(*args, branches[k], True)
+            say.replay(branches[k])
+    regions, eps_per = done["eps"]
+    curves = done["med"]
+    for name in per:
+        per[name].update(eps_per.get(name, {}))
+        if name in curves:
             per[name]["mediator_limits"] = curves[name]
-    else:
-        say("[4/5] (mediator curves skipped)")
 
     say("[5/5] summary and figures")
     summary = {
@@ -135,7 +108,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
                                       "delta chi2 = 1.642); each experiment's curves under per_experiment"),
         "per_experiment": {k: v for k, v in per.items() if k != "combined"},
         "combined": per["combined"],
-        "shared": list(shared),
+        "shared": list(SHARED),
         "eps_grid": [g.tolist() for g in EPS_GRID],
         "device": str(jax.devices()[0]),
         "jax_version": jax.__version__,
@@ -150,6 +123,85 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _models(say):
+    """Stage 1: the two experiments' models, their combination and the three data sets, and the
+    Borexino calibration (which the mediator models reuse)."""
+    say("[1/5] models: Borexino Phase III (SSM-constrained rates), XENONnT SR0 (B0 with the package's SM)")
+    bx, bdata, calibration = borexino_phase3_model(progress=lambda m: say("      " + m))
+    bx = ssm_constrained(bx)
+    xe, xdata = xenonnt_sr0_model()
+    xe = fast_model(xe)  # as nuejax xenonnt: μ_ν and ε on the fast path (Borexino's model is on it already)
+    both = combine(bx, xe, labels=("borexino", "xenonnt"), shared=SHARED)
+    data = {"borexino": np.asarray(bdata.counts), "xenonnt": np.asarray(xdata)}
+    data["combined"] = both.join(data["borexino"], data["xenonnt"])
+    return {"borexino": bx, "xenonnt": xe, "combined": both}, data, calibration
+
+
+def _mu_nu(models, data, say):
+    """Stage 2: μ_ν's profile for each experiment and the combination, and the combination's
+    expected limit (asymptotic CLs+b)."""
+    say("[2/5] mu_nu: profiles of each experiment and of the combination")
+    per, scans = {}, {}
+    for name, m in models.items():
+        mm = m.release("mu_nu")
+        r = newton_fit(mm, data[name], one_sided=False, starts=1)
+        s = profile_scan(mm, data[name], "mu_nu", MU_GRID, global_fit=r, n_iter=SCAN_ITER, starts=1)
+        ul, two = s.upper_limit(0.9), s.interval(0.9).upper
+        scans[name] = s
+        per[name] = {"mu_nu_upper_90": None if ul is None else ul * 1e-11,
+                     "mu_nu_upper_90_two_sided": None if two is None else two * 1e-11,
+                     "mu_nu_best": float(r.params["mu_nu"]) * 1e-11, "fit_valid": bool(r.valid)}
+        say(f"      {name}: mu_nu < {per[name]['mu_nu_upper_90']} mu_B (one-sided q~), "
+            f"{per[name]['mu_nu_upper_90_two_sided']} (two-sided)")
+    # asymptotic: no toys, so no auxiliary measurement is redrawn (Borexino's 210Bi bound has none)
+    asym = cls_upper_limit(models["combined"].release("mu_nu"), data["combined"], "mu_nu", MU_TEST,
+                           resample_aux=False)
+    return per, scans, asym.expected_sb.get("0")
+
+
+def _eps_regions(models, data, eps, say, in_turn):
+    """Stage 3: the 90 % CL region of (ε^L_ee, ε^R_ee) for each experiment and the combination
+    (none where not ``eps``); the region scans and each part's entries of the summary."""
+    if not eps:
+        say("[3/5] (eps regions skipped)")
+        return {}, {}
+    if in_turn:
+        jax.clear_caches()
+    say("[3/5] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
+    regions, per = {}, {}
+    for name, m in models.items():
+        mm = m.release("eps_ee_L", "eps_ee_R")
+        r = newton_fit(mm, data[name], one_sided=False)
+        s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r, n_iter=SCAN_ITER)
+        regions[name] = s2
+        inside = np.asarray(s2.delta_chi2) < 4.605
+        per[name] = {"eps_region_90_points": int(inside.sum()),
+                     "eps_best": {"eps_ee_L": float(r.params["eps_ee_L"]), "eps_ee_R": float(r.params["eps_ee_R"])}}
+        say(f"      {name}: {int(inside.sum())} of {inside.size} grid points inside")
+    return regions, per
+
+
+def _mediator_curves(data, masses, calibration, say, in_turn):
+    """Stage 4: the mediator exclusion curves of each experiment and the combination (none where
+    ``masses`` is empty), on the models rebuilt with both mediators on their fast path."""
+    if not masses.size:
+        say("[4/5] (mediator curves skipped)")
+        return {}
+    say(f"[4/5] mediators: coupling limits at {masses.size} masses, each experiment and combined")
+    bx_med = ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True), calibration=calibration)[0])
+    xe_med, _ = xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)
+    med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
+    med = {"borexino": bx_med, "xenonnt": xe_med,
+           "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}
+    curves = {}
+    for name, m in med.items():
+        if in_turn:  # each model's programs are its own (see run_combine)
+            jax.clear_caches()
+        say(f"      {name}:")
+        curves[name] = mediator_curves(m, data[name], masses, say=say, **MEDIATOR_GRID)
+    return curves
 
 
 def _plots(outdir, scans, regions, curves):
