@@ -62,8 +62,9 @@ def main(argv=None) -> int:
                 # an eager operation's program is named after the operation: say who called it
                 op = name[4:-1] if name.startswith("jit(") and name.endswith(")") else name
                 eager = op.isidentifier() and (hasattr(jax.numpy, op.lstrip("_")) or hasattr(jax.lax, op.lstrip("_")))
+                # a program compiled from a stored export (the solvers: "jit(call)") by its caller too
                 records.append(dict(t=time.perf_counter(), name=name, s=float(m.group(2)),
-                                    caller=_caller() if eager else None))
+                                    caller=_caller() if eager or name == "jit(call)" else None, eager=eager))
 
     handler = Listen()
     for name in ("jax._src.interpreters.pxla", "jax._src.dispatch", "jax._src.compiler"):
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     groups = collections.defaultdict(lambda: [0, 0.0])
     for r in records:
-        key = f"eager at {r['caller']}" if r["caller"] is not None else r["name"]
+        key = f"eager at {r['caller']}" if r["eager"] else r["name"]
         groups[key][0] += 1
         groups[key][1] += r["s"]
     top = sorted(groups.items(), key=lambda kv: -kv[1][1])
