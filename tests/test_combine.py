@@ -172,7 +172,7 @@ def test_nuejax_combine_end_to_end(tmp_path):
     assert s["mediator_limits"] is None
 
 
-def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False):
+def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=None):
     """run_combine's stages replaced by cheap ones that record how they were called: the
     orchestration (beside or in turn, merging, lines, warning filters) is what is tested."""
     import threading
@@ -204,13 +204,14 @@ def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False):
         with warnings.catch_warnings():  # a stage's own filter, as in mediator_curves
             warnings.simplefilter("ignore", UserWarning)
             time.sleep(0.3)
-        calls.append(("eps", in_turn, threading.current_thread().name))
         say("[3/5] eps")
+        # in turn the line reaches the caller's progress at once; beside, only after the stage
+        calls.append(("eps", in_turn, threading.current_thread().name, lines is not None and "[3/5] eps" in lines))
         return {n: Saved(n) for n in names}, {n: {"eps_region_90_points": 3} for n in names}
 
     def med(data, masses, calibration, say, in_turn):
         time.sleep(0.3)
-        calls.append(("med", in_turn, threading.current_thread().name))
+        calls.append(("med", in_turn, threading.current_thread().name, None))
         say("[4/5] mediators")
         return {n: {"scalar": [n]} for n in names}
 
@@ -222,7 +223,7 @@ def test_combine_stages_beside_give_the_summary_and_lines_in_turn(tmp_path, monk
     """run_combine with its ε and mediator stages beside the μ_ν stage (allowed on the CPU for
     the test) gives the summary and the progress lines of the run in turn, in the stages' order;
     the stages run in threads and are told so (no jax.clear_caches beside), the caller's warning
-    filters come back; on a CPU they run in turn unless allowed."""
+    filters come back; on a CPU they run in turn unless allowed, their lines said as they come."""
     import json
     import threading
     import warnings
@@ -237,16 +238,18 @@ def test_combine_stages_beside_give_the_summary_and_lines_in_turn(tmp_path, monk
         monkeypatch.setenv("NUEJAX_AHEAD", env)
         monkeypatch.setattr(combine_run, "BESIDE_ON_CPU", on_cpu)
         calls, lines = [], []
-        _fake_combine_stages(monkeypatch, combine_run, calls)
+        _fake_combine_stages(monkeypatch, combine_run, calls, lines=lines)
         s = combine_run.run_combine(tmp_path / label, plots=False, progress=lines.append)
         files = {f.name: f.read_text() for f in (tmp_path / label).glob("*_scan_*.json")}
         runs[label] = ({k: v for k, v in s.items() if "seconds" not in k}, lines, calls, files)
         assert list(warnings.filters) == filters
     main = threading.current_thread().name
-    assert [(k, t) for k, t, _ in runs["in_turn"][2]] == [("eps", True), ("med", True)]
-    assert all(n == main for *_, n in runs["in_turn"][2]) and runs["cpu"][2] == runs["in_turn"][2]
-    assert sorted((k, t) for k, t, _ in runs["beside"][2]) == [("eps", False), ("med", False)]
-    assert all(n != main for *_, n in runs["beside"][2])
+    assert [(k, t) for k, t, _, _ in runs["in_turn"][2]] == [("eps", True), ("med", True)]
+    assert all(n == main for _, _, n, _ in runs["in_turn"][2]) and runs["cpu"][2] == runs["in_turn"][2]
+    assert sorted((k, t) for k, t, _, _ in runs["beside"][2]) == [("eps", False), ("med", False)]
+    assert all(n != main for _, _, n, _ in runs["beside"][2])
+    live = {label: [x for k, _, _, x in runs[label][2] if k == "eps"] for label in runs}
+    assert live == {"in_turn": [True], "cpu": [True], "beside": [False]}
     ref = runs["in_turn"]
     assert ref[1] == ["[1/5] models", "[2/5] mu_nu", "[3/5] eps", "[4/5] mediators", "[5/5] summary and figures"]
     assert ref[0]["combined"] == {"mu_nu_upper_90": 3.0, "fit_valid": True, "eps_region_90_points": 3,

@@ -100,9 +100,11 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
 
     out = {}
     for k, stage in (("mu", _magnetic_moment), ("eps", _nsi)):
-        out[k] = (running[k].result() if running[k] is not None
-                  else stage(m_ssm, counts, branches[k], starts))
-        say.replay(branches[k])
+        if running[k] is not None:
+            out[k] = running[k].result()
+            say.replay(branches[k])
+        else:  # in turn: its lines are said as they come
+            out[k] = stage(m_ssm, counts, say, starts)
     fit_mu, mu_scan, mu_ul, mu_held = out["mu"]
     fit_eps, sL, sR, s2, iL, iR = out["eps"]
 

@@ -87,8 +87,11 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
             wait([f for f in running.values() if f is not None])
         done = {}
         for k, (fn, args) in stages.items():
-            done[k] = running[k].result() if running[k] is not None else fn(*args, branches[k], True)
-            say.replay(branches[k])
+            if running[k] is not None:
+                done[k] = running[k].result()
+                say.replay(branches[k])
+            else:  # in turn: its lines are said as they come
+                done[k] = fn(*args, say, True)
     regions, eps_per = done["eps"]
     curves = done["med"]
     for name in per:

@@ -96,8 +96,11 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
 
         out = {}
         for k, (fn, args) in stages.items():
-            out[k] = running[k].result() if running[k] is not None else fn(*args, branches[k])
-            say.replay(branches[k])
+            if running[k] is not None:
+                out[k] = running[k].result()
+                say.replay(branches[k])
+            else:  # in turn: its lines are said as they come
+                out[k] = fn(*args, say)
     fit_eps, sL, sR, iL, iR = out["eps"]
     mediators = out["med"]
 
