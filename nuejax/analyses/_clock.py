@@ -10,8 +10,11 @@ began.
 from __future__ import annotations
 
 import time
+from concurrent.futures import wait
 
-__all__ = ["StageBranch", "StageClock"]
+from .._internal.ahead import beside
+
+__all__ = ["StageBranch", "StageClock", "with_stages_beside"]
 
 
 class StageClock:
@@ -56,3 +59,28 @@ class StageBranch:
 
     def __call__(self, msg: str) -> None:
         self.lines.append((round(self._parent.elapsed(), 3), msg))
+
+
+def with_stages_beside(say: StageClock, main, stages: dict, *, min_spare: int, allowed: bool = True):
+    """``main()`` with the independent ``stages`` ({key: ``fn(say, in_turn)``}) beside it, each in a
+    thread of its own (:func:`~nuejax._internal.ahead.beside`, where ``allowed`` and ``min_spare``
+    cores are to spare) saying its lines into a :class:`StageBranch`; a stage that could not start
+    beside runs in turn after ``main``, its lines said as they come. Returns ``(main's result,
+    {key: stage's result})``; the stages' lines come after ``main``'s, in ``stages``' order. Every
+    stage beside has ended before this returns or raises (also where ``main`` raised), so a
+    caller's ``warnings.catch_warnings`` block around it outlives them."""
+    branches = {k: say.branch() for k in stages}
+    running = {k: beside(fn, branches[k], False, min_spare=min_spare) if allowed else None
+               for k, fn in stages.items()}
+    try:
+        first = main()
+    finally:
+        wait([f for f in running.values() if f is not None])
+    out = {}
+    for k, fn in stages.items():
+        if running[k] is not None:
+            out[k] = running[k].result()
+            say.replay(branches[k])
+        else:
+            out[k] = fn(say, True)
+    return first, out

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import json
 import warnings
-from concurrent.futures import wait
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from .._internal.ahead import beside
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
 from ..model.combine import combine
 from ..model.fast import fast_model
-from ._clock import StageClock
+from ._clock import StageClock, with_stages_beside
 from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
@@ -74,24 +72,13 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     # of mappable memory after ~30 minutes of compiles); beside, nothing may be dropped while another
     # thread compiles, so a CPU runs them in turn. Warning filters as in nuejax.analyses.xenonnt_run:
     # only this thread sets them, in one block left only once every stage has ended.
-    branches = {k: say.branch() for k in ("eps", "med")}
-    stages = {"eps": (_eps_regions, (models, data, eps)), "med": (_mediator_curves, (data, masses, calibration))}
-    together = BESIDE_ON_CPU or jax.default_backend() != "cpu"
+    stages = {"eps": lambda say, in_turn: _eps_regions(models, data, eps, say, in_turn),
+              "med": lambda say, in_turn: _mediator_curves(data, masses, calibration, say, in_turn)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        running = {k: beside(fn, *args, branches[k], False, min_spare=BESIDE_MIN_SPARE) if together else None
-                   for k, (fn, args) in stages.items()}
-        try:
-            per, scans, expected = _mu_nu(models, data, say)
-        finally:  # a stage beside ends inside this block, also where the μ_ν stage raised
-            wait([f for f in running.values() if f is not None])
-        done = {}
-        for k, (fn, args) in stages.items():
-            if running[k] is not None:
-                done[k] = running[k].result()
-                say.replay(branches[k])
-            else:  # in turn: its lines are said as they come
-                done[k] = fn(*args, say, True)
+        (per, scans, expected), done = with_stages_beside(
+            say, lambda: _mu_nu(models, data, say), stages, min_spare=BESIDE_MIN_SPARE,
+            allowed=BESIDE_ON_CPU or jax.default_backend() != "cpu")
     regions, eps_per = done["eps"]
     curves = done["med"]
     for name in per:

@@ -29,17 +29,15 @@ from __future__ import annotations
 
 import json
 import warnings
-from concurrent.futures import wait
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from .._internal.ahead import beside
 from ..inference import cls_upper_limit, feldman_cousins, fit, profile_scan
 from ..model.fast import fast_model
 from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
-from ._clock import StageClock
+from ._clock import StageClock, with_stages_beside
 from .xenonnt import xenonnt_sr0_model
 
 __all__ = ["MU_GRID", "run_xenonnt"]
@@ -83,24 +81,13 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     # (``warnings.catch_warnings`` is not thread-safe: a stage's own block, as in mediator_curves,
     # may then leave or lift a filter early, but only inside this block, which is left only once
     # every stage has ended, also where one raised, and then restores the caller's filters).
-    branches = {k: say.branch() for k in ("eps", "med")}
-    stages = {"eps": (_nsi, (model, data)), "med": (_mediators, (unbinned, data, masses))}
+    stages = {"eps": lambda say, in_turn: _nsi(model, data, say),
+              "med": lambda say, in_turn: _mediators(unbinned, data, masses, say)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        running = {k: beside(fn, *args, branches[k], min_spare=BESIDE_MIN_SPARE) for k, (fn, args) in stages.items()}
-
-        try:
-            m_mu, fit_mu, mu_scan, asym, q_limit, toys, fc_res = _mu_nu(model, data, say, n_toys, fc, key)
-        finally:  # a stage beside ends inside this block, also where the μ_ν stages raised
-            wait([f for f in running.values() if f is not None])
-
-        out = {}
-        for k, (fn, args) in stages.items():
-            if running[k] is not None:
-                out[k] = running[k].result()
-                say.replay(branches[k])
-            else:  # in turn: its lines are said as they come
-                out[k] = fn(*args, say)
+        mu, out = with_stages_beside(say, lambda: _mu_nu(model, data, say, n_toys, fc, key), stages,
+                                     min_spare=BESIDE_MIN_SPARE)
+    m_mu, fit_mu, mu_scan, asym, q_limit, toys, fc_res = mu
     fit_eps, sL, sR, iL, iR = out["eps"]
     mediators = out["med"]
 
