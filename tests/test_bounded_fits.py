@@ -174,6 +174,48 @@ def test_batch_fit_per_toy_starts_and_result(low_exposure):
     assert "6 data sets" in str(b)
 
 
+def test_small_toy_runs_take_one_uncapped_pass_on_accelerators(monkeypatch):
+    """toys.passes: the CPU's passes on the CPU; on an accelerator for a run of at most
+    ONE_PASS_ROWS toys, the capped first pass beyond (and for a run of unknown size)."""
+    from nuejax.inference import toys
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert toys.passes() == toys.passes(10**9) == toys.passes(1) == toys.CPU_PASSES
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert toys.passes(1) == toys.passes(toys.ONE_PASS_ROWS) == toys.CPU_PASSES
+    assert toys.passes(toys.ONE_PASS_ROWS + 1) == toys.passes() == toys.PASSES
+    assert toys.PASSES[0][0] == 10 and toys.CPU_PASSES[0][0] is None
+
+
+def test_asimov_fits_from_the_generating_point_alone_add_nothing(fast_mu, monkeypatch):
+    """The toys' start designs skip the Asimov fits of a design that is its generating point u
+    alone (toys._generating_point_only): a fit of the Asimov data set at u from u ends at u, which
+    the design holds already. Run anyway (the skip switched off), at two generating points (one
+    off the defaults: mu_nu > 0, a background rate raised), the conditional fits (mu_nu fixed)
+    give the same designs, and with the skip no fit runs."""
+    from nuejax.inference import toys
+    from nuejax.inference.problem import FitProblem
+
+    _, fm = fast_mu
+    names = ("mu_nu",) + tuple(n for n in fm.parameters.free_names if n != "mu_nu")
+    pr = FitProblem.create(fm, np.asarray(fm.expected(fm.parameters.defaults())), names=names)
+    shell = dataclasses.replace(pr, data=None, aux_flat=None)
+    x = np.repeat(np.array([[float(fm.parameters.defaults()[n]) for n in names]]), 2, axis=0)
+    x[1, 0], x[1, 1] = 0.5, 1.2 * x[1, 1]
+    full, base = x[:, None, 1:], [u[None, 1:] for u in x]
+    assert toys._generating_point_only(full, x, 1) and not toys._generating_point_only(full + 1e-3, x, 1)
+    launched = []
+    real = toys.pass_kernels
+    monkeypatch.setattr(toys, "pass_kernels", lambda *a, **k: launched.append(1) or real(*a, **k))
+    skipped = toys._with_asimov_minima(shell, x, 1, full, base, 4, 100, 1e-8)
+    assert launched == []
+    monkeypatch.setattr(toys, "_generating_point_only", lambda *a: False)
+    fitted = toys._with_asimov_minima(shell, x, 1, full, base, 4, 100, 1e-8)
+    assert launched == [1]
+    for a, b in zip(skipped, fitted):
+        np.testing.assert_array_equal(a, b)
+
+
 # -- MINUIT at bounds ------------------------------------------------------------------------------
 def test_nllcost_value_call_costs_a_value(fast_mu):
     _, fm = fast_mu

@@ -2,7 +2,7 @@
 time by program, with operations dispatched one at a time (eager ``jnp`` steps, each its own small
 program) grouped by the nuejax code that called them.
 
-  python benchmarks/timings/compile_log.py [--out FILE.json] [--top 40] -- borexino --no-plots --out DIR
+  python benchmarks/timings/compile_log.py [--out FILE.json] [--top 40] [--set MOD.NAME=VALUE] -- borexino --no-plots --out DIR
 
 The command runs in this process (``nuejax.cli.main``) with JAX's compile log on (float64, the
 package's compilation cache on, as the commands have it); point ``NUEJAX_CACHE_DIR`` at an empty
@@ -41,6 +41,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, metavar="FILE.json")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                    help="set a nuejax constant (a Python literal) before the command runs, e.g. "
+                         "nuejax.inference.toys.ONE_PASS_ROWS=0 (repeatable)")
     a = ap.parse_args(own)
     if not command:
         ap.error("give the nuejax command after --")
@@ -52,6 +55,13 @@ def main(argv=None) -> int:
 
     nuejax.enable_x64()
     enable_compilation_cache()
+    for item in a.set:  # A/B runs of one setting (recorded in the report)
+        import ast
+        import importlib
+
+        target, value = item.split("=", 1)
+        module, name = target.rsplit(".", 1)
+        setattr(importlib.import_module(module), name, ast.literal_eval(value))
     records = []
 
     class Listen(logging.Handler):
@@ -119,7 +129,7 @@ def main(argv=None) -> int:
         print(f"{st['t']:8.1f} s  {st['line']}", file=sys.stderr)
     if a.out:
         with open(a.out, "w") as f:
-            json.dump(dict(command=command, wall_s=wall, rc=rc, jax=jax.__version__,
+            json.dump(dict(command=command, settings=a.set, wall_s=wall, rc=rc, jax=jax.__version__,
                            device=jax.devices()[0].device_kind, n_programs=len(records),
                            compile_s=sum(r["s"] for r in records),
                            groups=[dict(key=k, n=n, s=s) for k, (n, s) in top], stages=stages,

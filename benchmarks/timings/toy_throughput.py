@@ -3,7 +3,7 @@
     python benchmarks/timings/toy_throughput.py [--n-T 300] [--rows N] [--belt1 50x1000] [--belt2 20x20x500]
                                         [--devices K] [--starts S] [--no-belts] [--belt-repeat R]
                                         [--profile DIR] [--no-throughput] [--compilation-cache DIR]
-                                        [--json FILE]
+                                        [--passes default|one] [--json FILE]
 
 Model: the default Borexino-like model's fast path with mu_nu released (the μ_ν construction of
 ``nuejax limits``: 14 fitted parameters). One *row* is one toy drawn on the device and fitted
@@ -16,7 +16,9 @@ library's default is DEFAULT_STARTS, 1 is the single start at the generating poi
 still one fit of one toy, however many starts it ran. ``--belt-repeat R`` runs each belt R times
 (the first compiles, the later ones are warm; each time is reported); ``--profile DIR`` writes a
 cProfile summary of each belt's last run (host-side time by function) to DIR.
-``--no-throughput`` skips the throughput launches (the belts then compile their own programs);
+``--passes one`` times the throughput launches in one uncapped pass (``toys.CPU_PASSES``, which
+an accelerator runs for a construction of at most ``toys.ONE_PASS_ROWS`` toys) instead of the
+capped first pass of a large run. ``--no-throughput`` skips the throughput launches (the belts then compile their own programs);
 ``--compilation-cache DIR`` switches on JAX's persistent compilation cache in DIR
 (:func:`nuejax.cache.enable_compilation_cache`, as the commands do): a second process with the
 same DIR loads the programs instead of compiling them.
@@ -46,6 +48,10 @@ def throughput(a, pr, m, devs, rows, cpu) -> dict:
     from nuejax.inference.fitting import launch_size
     from nuejax.inference.toys import draw_parts, toy_fits, toy_starts
 
+    from nuejax.inference.toys import CPU_PASSES, passes
+
+    # the passes of a run of any size (the accelerators' capped first pass), or one uncapped pass
+    scheme = CPU_PASSES if a.passes == "one" else passes()
     st = observed_fits(pr, np.array([[0.0], [2.0]]), max_iter=100, one_sided=False)
     parts = draw_parts(pr.full, st["gen_x"])
     design_g, design_c, design_idx = toy_starts(pr.full, st["gen_x"], len(pr.poi), a.starts)
@@ -64,7 +70,8 @@ def throughput(a, pr, m, devs, rows, cpu) -> dict:
         idx = jax.device_put(jnp.arange(offset, offset + per, dtype=jnp.uint32), shard)
         kw = {} if design_g is None else dict(designs=(design_g, design_c),
                                               design_index=jax.device_put(jnp.asarray(design_idx[g]), shard))
-        out = toy_fits(pr.full, key, gen, test, idx, k=len(pr.poi), parts=parts, resample=pr.resample, **kw)
+        out = toy_fits(pr.full, key, gen, test, idx, k=len(pr.poi), parts=parts, resample=pr.resample, scheme=scheme,
+                       **kw)
         return jax.block_until_ready(out)
 
     t = time.perf_counter()
@@ -80,7 +87,7 @@ def throughput(a, pr, m, devs, rows, cpu) -> dict:
         times.append(time.perf_counter() - t)
     best = min(times)
     conv = float(np.mean(np.asarray(out["conv_global"]) & np.asarray(out["conv_cond"])))
-    res = {"starts": n_starts, "compile_s": compile_s, "rows": rows, "rows_per_launch": per, "seconds": best,
+    res = {"starts": n_starts, "passes": [list(p) for p in scheme], "compile_s": compile_s, "rows": rows, "rows_per_launch": per, "seconds": best,
            "toys_per_s": rows / best, "toy_fits_per_s": 2 * rows / best, "converged_fraction": conv}
     print(json.dumps(res, indent=1), flush=True)
     return res
@@ -96,6 +103,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--starts", type=int, default=1)
     ap.add_argument("--no-belts", action="store_true")
+    ap.add_argument("--passes", choices=("default", "one"), default="default",
+                    help="throughput launches in the passes of a large run (default) or in one uncapped pass")
     ap.add_argument("--belt-repeat", type=int, default=1, help="runs of each belt (the first compiles)")
     ap.add_argument("--profile", default=None, help="folder for a cProfile summary of each belt's last run")
     ap.add_argument("--no-throughput", action="store_true", help="skip the throughput launches")

@@ -218,7 +218,8 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
     them through the toy kernel (chunked, sharded, resumable) and return
     ``assemble(config, setup, outputs, seconds since t0)``, or None where this process's shard is
     done and others' are missing."""
-    config = base_config(kind, pr, key, n_toys, resample_aux, max_iter, {**extra, "starts": _jsonable_starts(pr.starts)})
+    config = base_config(kind, pr, key, n_toys, resample_aux, max_iter, {**extra, "starts": _jsonable_starts(pr.starts)},
+                         n_rows=n_rows)
     n_fit = len(pr.poi) + len(pr.nuis)
     shard = (0, 1) if shard is None else parse_shard(shard)
     if shard[1] > 1 and out is None:
@@ -261,18 +262,18 @@ def run_construction(pr: Construction, kind: str, extra: dict, compute_setup, ma
     def kernel(part):
         return toy_fits(pr.full, key_arr, part["gen_x"], part["test"], part["index"], k=len(pr.poi),
                         max_iter=max_iter, one_sided=one_sided, parts=parts, resample=pr.resample,
-                        designs=designs, design_index=part.get("design"))
+                        designs=designs, design_index=part.get("design"), scheme=config["passes"])
 
     res = run_rows(kernel, rows, chunk=config["chunk"], store=store if out is not None else None, shard=shard,
                    progress=bar, n_par=n_fit, starts_per_row=n_starts, cheap=not costly_toys(pr.full, pr.resample, parts))
     return None if res is None else assemble(config, st, res, time.perf_counter() - t0)
 
 
-def base_config(kind, pr: Construction, key, n_toys, resample_aux, max_iter, extra):
+def base_config(kind, pr: Construction, key, n_toys, resample_aux, max_iter, extra, n_rows=None):
     from .. import __version__
     from .toys import TOY_DESIGN, passes
 
-    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in passes()], "toy_design": TOY_DESIGN,
+    return {"kind": kind, "nuejax": __version__, "passes": [list(p) for p in passes(n_rows)], "toy_design": TOY_DESIGN,
             "poi": list(pr.poi),
             "nuisances": list(pr.nuis), "n_toys": int(n_toys),
             "key": key_data(key).tolist(), "resample_aux": bool(resample_aux), "max_iter": int(max_iter),

@@ -17,7 +17,7 @@ from .intervals import check_cl
 from .results import CoverageResult
 from .runner import Progress, default_chunk, run_rows
 from .starts import DEFAULT_STARTS
-from .toys import costly_toys, draw_parts, toy_fits, toy_starts
+from .toys import costly_toys, draw_parts, passes, toy_fits, toy_starts
 
 __all__ = ["coverage"]
 
@@ -62,7 +62,7 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         def kernel(part):
             return toy_fits(pr.full, run_key, part["gen_x"], part["test"], part["index"], k=len(pr.poi),
                             max_iter=max_iter, parts=parts, resample=pr.resample, designs=designs,
-                            design_index=part.get("design"))
+                            design_index=part.get("design"), scheme=passes(len(index)))
 
         rows = {"gen_x": gen_x, "test": test, "index": index}
         if design_idx is not None:

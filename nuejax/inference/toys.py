@@ -42,7 +42,7 @@ from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
                      symmetry_starts)
 
-__all__ = ["CPU_PASSES", "KEEP_ON_CPU", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "costly_toys", "draw_parts", "passes", "resample_flags", "row_index", "toy",
+__all__ = ["CPU_PASSES", "KEEP_ON_CPU", "ONE_PASS_ROWS", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "costly_toys", "draw_parts", "passes", "resample_flags", "row_index", "toy",
            "toy_fits", "toy_starts"]
 
 #: Output arrays of :func:`toy_fits` per row.
@@ -162,11 +162,20 @@ PASSES = ((10, 1),) + ((None, 8),) * (1 + CONTINUE_PASSES)
 #: than 10 iterations is not restarted after 10, so it can end a rounding apart from the
 #: accelerators' fit of the same toy; a construction stored with the other passes is not resumed.
 CPU_PASSES = ((None, 1),) + ((None, 8),) * (1 + CONTINUE_PASSES)
+#: On an accelerator, a run of at most this many toys fits them in the CPU's passes
+#: (:data:`CPU_PASSES`, one uncapped pass): its launches are too small to keep the device busy, so
+#: the cap on the first pass saves no time there, while its second program costs seconds of
+#: compilation per kernel (benchmarks/NOTES.md, "One uncapped pass for small runs").
+ONE_PASS_ROWS = 16384
 
 
-def passes() -> tuple:
-    """The passes of the default backend: :data:`CPU_PASSES` on the CPU, else :data:`PASSES`."""
-    return CPU_PASSES if jax.default_backend() == "cpu" else PASSES
+def passes(n_rows: int | None = None) -> tuple:
+    """The passes of a run of ``n_rows`` toys (None: a run of any size) on the default backend:
+    :data:`CPU_PASSES` on the CPU, and on an accelerator for a run of at most
+    :data:`ONE_PASS_ROWS` toys; else :data:`PASSES`."""
+    if jax.default_backend() == "cpu" or (n_rows is not None and int(n_rows) <= ONE_PASS_ROWS):
+        return CPU_PASSES
+    return PASSES
 
 
 #: What :func:`toy_starts` designs (stored in a construction's configuration: a run stored with
@@ -234,10 +243,11 @@ def _one_device_at_a_time(kernel, mesh):
 
 
 def pass_kernels(max_iter: int, edm_tol: float, parts: int, resample: tuple, asimov: bool = False,
-                 mesh=None) -> list:
-    """The kernel of :func:`compiled_toy_fits` for each pass of :func:`passes` (its iteration
-    cap, at most ``max_iter``), on the devices of ``mesh`` (None: one device)."""
-    caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in passes()]
+                 mesh=None, scheme=None) -> list:
+    """The kernel of :func:`compiled_toy_fits` for each pass of ``scheme`` (default
+    :func:`passes`; its iteration cap, at most ``max_iter``), on the devices of ``mesh`` (None:
+    one device)."""
+    caps = [int(max_iter) if it is None else min(int(it), int(max_iter)) for it, _ in (scheme or passes())]
     return [compiled_toy_fits(cap, float(edm_tol), int(parts), tuple(bool(r) for r in resample), asimov, mesh)
             for cap in caps]
 
@@ -274,12 +284,12 @@ def _shard_rows(fun, mesh, n_row_args: int):
                      out_specs=rows, **no_check)
 
 
-def _in_passes(kernels, problem, rows: tuple, x0, key):
+def _in_passes(kernels, problem, rows: tuple, x0, key, scheme):
     """Run ``kernels[0]`` on every row, then each next kernel from where the last stopped on the
-    rows that hit its iteration limit (status 1), in launches of the :func:`passes` fraction of the
-    batch (one compiled shape per pass, however many rows continue). ``rows`` are the per-row
-    inputs besides ``x0``: the generating point first, then the others. Each row's result depends
-    on that row alone, whatever the batch."""
+    rows that hit its iteration limit (status 1), in launches of the ``scheme``'s fraction of the
+    batch (:func:`passes`; one compiled shape per pass, however many rows continue). ``rows`` are
+    the per-row inputs besides ``x0``: the generating point first, then the others. Each row's
+    result depends on that row alone, whatever the batch."""
     per_row = rows
     fun, x, conv, status = kernels[0](problem, per_row[0], x0, *per_row[1:], key)
     sharding = getattr(per_row[0], "sharding", None)  # the rows' placement (run_rows shards them)
@@ -288,7 +298,7 @@ def _in_passes(kernels, problem, rows: tuple, x0, key):
     n_rows = int(np.shape(x0)[0])
     fun, x, conv, status = (np.asarray(a).copy() for a in (fun, x, conv, status))
     host = [np.asarray(a) for a in per_row]
-    for kernel, (_, div) in zip(kernels[1:], passes()[1:]):
+    for kernel, (_, div) in zip(kernels[1:], scheme[1:]):
         # a row continues while any of its starts is still running (a converged start stops at once)
         redo = np.nonzero(np.any(status.reshape(len(status), -1) == 1, axis=1))[0]
         if redo.size == 0:
@@ -380,15 +390,19 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
     Asimov data at ``unique`` (U, d) from the starts ``full`` (U, S, d − k) reached, the first
     ``k`` parameters fixed at the generating point's, lowest first, where not within
     :data:`~nuejax.inference.starts.MINIMUM_XTOL` standard deviations of a row already there; at
-    most ``limit`` rows each."""
-    kern = pass_kernels(max_iter, edm_tol, 1, (), asimov=True)
+    most ``limit`` rows each. Where every design of ``full`` is the generating point alone, no
+    fit runs (:func:`_generating_point_only`)."""
+    if _generating_point_only(full, unique, k):
+        return [np.asarray(b) for b in base]
+    scheme = passes(len(unique))
+    kern = pass_kernels(max_iter, edm_tol, 1, (), asimov=True, scheme=scheme)
     u = jnp.asarray(unique)
     index = jnp.zeros(len(unique), dtype=jnp.uint32)
     key = jnp.zeros(2, dtype=jnp.uint32)
     rows = (u, u, jnp.asarray(_poi_mask(u.shape, k)), index)
     full = np.asarray(full)
     wide = np.concatenate([np.broadcast_to(np.asarray(unique)[:, None, :k], full.shape[:2] + (k,)), full], axis=-1)
-    fun, x, conv = _in_passes(kern, shell, rows, jnp.asarray(wide), key)
+    fun, x, conv = _in_passes(kern, shell, rows, jnp.asarray(wide), key, scheme)
     x = x[..., k:]
     hess = np.asarray(_asimov_hessians(int(k))(shell, u, jnp.asarray(x)))
     names = shell.names[k:]
@@ -404,6 +418,17 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
                 rows_i.append(xm)
         out.append(np.asarray(rows_i))
     return out
+
+
+def _generating_point_only(full, unique, k: int) -> bool:
+    """Whether each design of ``full`` (U, S, d − k) is its generating point alone (S = 1, the row
+    equal to u's last d − k values). The Asimov data set at u has its minimum at u (every Poisson
+    term and every constraint at its own minimum there: the gradient vanishes), so a fit from u
+    ends at u, which the designs hold first (:func:`~nuejax.inference.starts.symmetry_starts`):
+    the fits would add nothing, and their two programs (the fits, the Hessians) cost seconds of
+    compilation (the conditional designs of `nuejax xenonnt`'s μ_ν constructions)."""
+    full, unique = np.asarray(full), np.asarray(unique, dtype=float)
+    return full.shape[1] == 1 and np.array_equal(full[:, 0], unique[:, k:])
 
 
 @functools.lru_cache(maxsize=None)
@@ -424,18 +449,18 @@ def _asimov_hessians_of(shell, gen_x, x, k):
     return jax.vmap(one)(gen_x, x)
 
 
-def _from_design(kernels, shell, rows: tuple, x0, design, design_index, key):
+def _from_design(kernels, shell, rows: tuple, x0, design, design_index, key, scheme):
     """Run the passes (:func:`_in_passes`) from ``x0`` (n, d), or from every start of each row's
     design ((U, S, d) and ``design_index`` (n,)) and keep each row's best end point
     (:func:`_best_start`). Each (row, start) pair is a row of its own here: the passes then
     continue only the starts still running, not every start of a row where one is (with S starts
     the continued work would grow as S², not S)."""
     if design is None:
-        return _in_passes(kernels, shell, rows, x0, key)[:3]
+        return _in_passes(kernels, shell, rows, x0, key, scheme)[:3]
     n, n_s = int(np.shape(x0)[0]), int(np.shape(design)[1])
     x0s = jnp.take(jnp.asarray(design), jnp.asarray(design_index), axis=0).reshape((n * n_s,) + np.shape(design)[2:])
     fun, x, conv = _in_passes(kernels, shell, tuple(_repeat_rows(r, n_s) for r in rows),
-                              _repeat_rows(x0s, 1, like=rows[0]), key)
+                              _repeat_rows(x0s, 1, like=rows[0]), key, scheme)
     return _best_start(fun.reshape(n, n_s), x.reshape((n, n_s) + x.shape[1:]), conv.reshape(n, n_s))
 
 
@@ -461,7 +486,7 @@ def _best_start(fun, x, conv):
 
 def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_iter: int = 100,
              edm_tol: float = 1e-8, one_sided: bool = False, parts: int = 1, resample: tuple = (),
-             designs=(None, None), design_index=None) -> dict:
+             designs=(None, None), design_index=None, scheme=None) -> dict:
     """Fit a batch of toys (module docstring) of ``problem`` (fitted names: the ``k`` parameters of
     interest first, then the nuisances; its data and aux are not read): rows of ``gen_x``
     (n, len(names)) generating points, ``test_poi`` (n, k) the tested values, ``index`` (n,) toy
@@ -472,12 +497,14 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     conditional fit's nuisances and the two fits' KKT flags. Fits start at the generating point, or
     from every start of the multi-start designs ``designs`` = (global (U, S, d), conditional
     (U, S_c, d − k)) with ``design_index`` (n,) each row's design (:func:`toy_starts`; each fit
-    keeps its lowest end point that passes the KKT test), and run in the passes of :func:`passes`
-    (a fit still running after a pass continues from where it stopped in a launch of only such
-    rows; at most 10 + (1 + CONTINUE_PASSES) ``max_iter`` iterations in all, (2 + CONTINUE_PASSES)
-    ``max_iter`` on the CPU). ``parts``: see :func:`draw_parts`;
+    keeps its lowest end point that passes the KKT test), and run in the passes ``scheme`` (default
+    :func:`passes` of a run of any size; a fit still running after a pass continues from where it
+    stopped in a launch of only such rows; at most 10 + (1 + CONTINUE_PASSES) ``max_iter``
+    iterations in all with :data:`PASSES`, (2 + CONTINUE_PASSES) ``max_iter`` with
+    :data:`CPU_PASSES`). ``parts``: see :func:`draw_parts`;
     ``resample``: :func:`resample_flags`. No checks: callers check once, eagerly."""
-    kernels = pass_kernels(max_iter, edm_tol, parts, resample, mesh=rows_mesh(gen_x))
+    scheme = tuple(tuple(p) for p in scheme) if scheme is not None else passes()
+    kernels = pass_kernels(max_iter, edm_tol, parts, resample, mesh=rows_mesh(gen_x), scheme=scheme)
     shell = dataclasses.replace(problem, data=None, aux_flat=None)
     design_g, design_c = designs
     # the conditional fits are the global ones with the parameters of interest pinned (Pins)
@@ -485,11 +512,11 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     placed = lambda a: _repeat_rows(a, 1, like=gen_x)  # noqa: E731 - on gen_x's devices
     at_test = np.concatenate([np.asarray(test_poi, dtype=float).reshape(shape[0], k), np.asarray(gen_x)[:, k:]], axis=1)
     f_glob, x_glob, conv_g = _from_design(kernels, shell, (gen_x, gen_x, placed(_poi_mask(shape, 0)), index), gen_x,
-                                          design_g, design_index, key)
+                                          design_g, design_index, key, scheme)
     if design_c is not None:
         design_c = np.concatenate([np.zeros(np.shape(design_c)[:2] + (k,)), np.asarray(design_c)], axis=-1)
     f_cond, x_cond, conv_c = _from_design(kernels, shell, (gen_x, placed(at_test), placed(_poi_mask(shape, k)), index),
-                                          placed(at_test), design_c, design_index, key)
+                                          placed(at_test), design_c, design_index, key, scheme)
     nuis_hat = np.asarray(x_cond)[:, k:]
     t = np.maximum(np.asarray(f_cond) - np.minimum(np.asarray(f_glob), np.asarray(f_cond)), 0.0)
     poi_hat = np.asarray(x_glob)[:, :k]
