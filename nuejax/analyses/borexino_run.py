@@ -17,11 +17,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from .._internal.ahead import beside
 from ..inference import (DEFAULT_STARTS, goodness_of_fit, newton_fit, one_sided_threshold, profile_scan, profile_scan_2d,
                          refine_scan)
 from ..io.borexino import packaged_borexino_cno_profile
-from ._clock import StageClock
+from ._clock import StageClock, with_stages_beside
 from .borexino import PUBLISHED_CNO, Phase3Choices, borexino_phase3_model, sm_rates, ssm_constrained
 
 __all__ = ["CNO_POINTS", "run_borexino"]
@@ -75,36 +74,11 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     # trace, lower and compile side by side), and say their lines in order afterwards.
     sm_rates_used = sm_rates()
     m_ssm = ssm_constrained(model, sm_rates_used)
-    branches = {k: say.branch() for k in ("mu", "eps")}
-    running = {k: beside(stage, m_ssm, counts, branches[k], starts, min_spare=BESIDE_MIN_SPARE)
-               for k, stage in (("mu", _magnetic_moment), ("eps", _nsi))}
-
-    say("[2/6] fit (bounded Newton; converged = KKT conditions)")
-    result = newton_fit(model, counts, one_sided=False, starts=starts)
-    say("      " + str(result).replace("\n", "\n      "))
-
-    say("[3/6] CNO profile (every other free parameter profiled)")
-    cno = profile_scan(model, counts, "rate_CNO", CNO_GRID, global_fit=result, starts=starts)
-    published = packaged_borexino_cno_profile()
-    d = dict(zip(np.round(cno.values, 6), cno.delta_chi2))
-    cno_profile = {f"{v:g}": float(d[round(v, 6)]) for v in CNO_POINTS}
-    published_at = {f"{v:g}": float(published.at(v)) for v in CNO_POINTS}
-    say("      -2 Delta ln L at CNO = " + ", ".join(f"{k}: {cno_profile[k]:.2f} (published {published_at[k]:.2f})"
-                                               for k in cno_profile))
-    cno_iv = cno.interval(0.6827)
-
-    say(f"[4/6] goodness of fit ({n_toys} toys)")
-    gof = goodness_of_fit(model, counts, result, n_toys=n_toys, key=jax.random.PRNGKey(seed))
-    say(f"      deviance/ndf = {gof.deviance:.1f}/{gof.ndof}, p(chi2) = {gof.p_chi2:.3f}, "
-        f"p(toys) = {gof.p_toys if gof.p_toys is not None else float('nan'):.3f}")
-
-    out = {}
-    for k, stage in (("mu", _magnetic_moment), ("eps", _nsi)):
-        if running[k] is not None:
-            out[k] = running[k].result()
-            say.replay(branches[k])
-        else:  # in turn: its lines are said as they come
-            out[k] = stage(m_ssm, counts, say, starts)
+    stages = {"mu": lambda say, in_turn: _magnetic_moment(m_ssm, counts, say, starts),
+              "eps": lambda say, in_turn: _nsi(m_ssm, counts, say, starts)}
+    (result, cno, cno_profile, published, published_at, cno_iv, gof), out = with_stages_beside(
+        say, lambda: _fit_profile_gof(model, counts, say, starts, n_toys, seed), stages,
+        min_spare=BESIDE_MIN_SPARE)
     fit_mu, mu_scan, mu_ul, mu_held = out["mu"]
     fit_eps, sL, sR, s2, iL, iR = out["eps"]
 
@@ -161,6 +135,29 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     summary["phase_start_seconds"] = say.starts
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _fit_profile_gof(model, counts, say, starts, n_toys, seed):
+    """Stages 2-4: the fit, the CNO profile (with the published one at CNO_POINTS) and the goodness of fit."""
+    say("[2/6] fit (bounded Newton; converged = KKT conditions)")
+    result = newton_fit(model, counts, one_sided=False, starts=starts)
+    say("      " + str(result).replace("\n", "\n      "))
+
+    say("[3/6] CNO profile (every other free parameter profiled)")
+    cno = profile_scan(model, counts, "rate_CNO", CNO_GRID, global_fit=result, starts=starts)
+    published = packaged_borexino_cno_profile()
+    d = dict(zip(np.round(cno.values, 6), cno.delta_chi2))
+    cno_profile = {f"{v:g}": float(d[round(v, 6)]) for v in CNO_POINTS}
+    published_at = {f"{v:g}": float(published.at(v)) for v in CNO_POINTS}
+    say("      -2 Delta ln L at CNO = " + ", ".join(f"{k}: {cno_profile[k]:.2f} (published {published_at[k]:.2f})"
+                                               for k in cno_profile))
+    cno_iv = cno.interval(0.6827)
+
+    say(f"[4/6] goodness of fit ({n_toys} toys)")
+    gof = goodness_of_fit(model, counts, result, n_toys=n_toys, key=jax.random.PRNGKey(seed))
+    say(f"      deviance/ndf = {gof.deviance:.1f}/{gof.ndof}, p(chi2) = {gof.p_chi2:.3f}, "
+        f"p(toys) = {gof.p_toys if gof.p_toys is not None else float('nan'):.3f}")
+    return result, cno, cno_profile, published, published_at, cno_iv, gof
 
 
 def _magnetic_moment(m_ssm, counts, say, starts):
