@@ -147,12 +147,14 @@ def costly_toys(problem: FitProblem, resample: tuple, parts: int, asimov: bool =
 #: ``None``: up to ``max_iter``). In a ``vmap``-ped while loop every row runs as long as the slowest,
 #: and toy fits of the default model take 6 iterations on average but up to 53 (65 536 toys:
 #: median 5, 99 % quantile 18), so all rows run 10 iterations and the rows still running continue
-#: in launches of 1/8 of the batch. On one H100: 4.0e4 toy fits/s in one pass, 7.1e4 in these two,
-#: 8.0e4 with a third (20 more iterations, then launches of 1/64), which cost 19 s more compilation
-#: and gained nothing on a 10^6-fit belt (docs/benchmarks.md). The rows still running after
-#: ``max_iter`` continue in up to :data:`~nuejax.inference.starts.CONTINUE_PASSES` more such
-#: launches (the same compiled kernel): a start crawling along a curved valley between branches.
-PASSES = ((10, 1),) + ((None, 8),) * (1 + CONTINUE_PASSES)
+#: in launches of 1/16 of the batch. On one H100: 4.0e4 toy fits/s in one pass, 7.1e4 in two
+#: (continued in 1/8), 8.0e4 with a third (20 more iterations, then launches of 1/64), which cost
+#: 19 s more compilation and gained nothing on a 10^6-fit belt (docs/benchmarks.md). On one H200,
+#: 65536 rows: 9.57e4 fits/s continued in launches of 1/8, 1.05e5 in 1/16 or 1/32 (benchmarks/NOTES.md).
+#: The rows still running after ``max_iter`` continue in up to
+#: :data:`~nuejax.inference.starts.CONTINUE_PASSES` more such launches (the same compiled kernel):
+#: a start crawling along a curved valley between branches.
+PASSES = ((10, 1),) + ((None, 16),) * (1 + CONTINUE_PASSES)
 #: The passes on the CPU, where rows that cost enough run one after another
 #: (:func:`~nuejax.inference.fitting.over_rows`) and each stops when it converges: the first pass
 #: needs no cap, so every pass runs the same kernel (its continued launches, of 1/8 of the rows,

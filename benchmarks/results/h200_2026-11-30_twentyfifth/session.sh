@@ -14,6 +14,10 @@
 #   ab       on one machine, first runs on empty cache folders and two warm runs each, of the code
 #            before this session (07f82d1's nuejax/, from `git archive`, first on PYTHONPATH) and of
 #            ef254b3, alternated
+#   divisor  toy fits/s (timings/toy_throughput.py --no-belts --rows 65536, the Borexino-like mu_nu
+#            construction) with the continued launches of the capped passes at 1/8 of the rows (the
+#            package), 1/16 and 1/32 (toys.PASSES edited with sed on the device's copy only), each in
+#            a fresh process on shared caches, the package's first and last
 #   combine  `nuejax combine` at ef254b3 with its compile log: a first run on an empty cache folder
 #            and a warm one
 # Everything is written to /tmp/s25 and returned as one tar archive.
@@ -67,6 +71,19 @@ case $1 in
       log after_warm$i /tmp/c_b 100
     done
     grep -h "programs compiled" "$dir"/before_*.txt "$dir"/after_*.txt > "$dir/programs.txt" ;;
+  divisor)
+    i=0
+    for div in 8 16 32 8; do
+      i=$((i + 1))
+      sed -i "s/^PASSES = ((10, 1),) + ((None, [0-9]*),)/PASSES = ((10, 1),) + ((None, $div),)/" nuejax/inference/toys.py
+      grep "^PASSES" nuejax/inference/toys.py >> "$dir/walls.txt"
+      NUEJAX_CACHE_DIR=/tmp/c_tp timeout 120 python benchmarks/timings/toy_throughput.py --no-belts --rows 65536 \
+        --compilation-cache /tmp/c_tp/jax --json "$dir/div${i}_$div.json" > "$dir/div${i}_$div.txt" 2>&1 \
+        || echo "div $div rc=$?" >> "$dir/walls.txt"
+      python -c "import json; d=json.load(open('$dir/div${i}_$div.json')); print('div $div', d['compile_s'], d['seconds'], d['toy_fits_per_s'])" >> "$dir/walls.txt" 2>&1
+      tar czf "$OUT/s25_$1.tgz" -C "$dir" .
+    done
+    git checkout -q nuejax/inference/toys.py 2>/dev/null || true ;;
   combine)
     rm -rf /tmp/c_comb
     CMD=combine log combine_first /tmp/c_comb 300
