@@ -2,7 +2,8 @@
 # `nuejax CMD` with its independent stages beside each other (NUEJAX_AHEAD=1) and in turn
 # (NUEJAX_AHEAD=0), as benchmarks/timings/borexino_beside.sh did for `nuejax borexino`: a first run
 # on an empty cache folder each way, warm runs alternated on the first one's cache, each run under a
-# time limit (a stall shows as rc=124), and every summary compared with the first in-turn run's.
+# time limit (a stall shows as rc=124), and every summary compared with the first in-turn run's
+# (the same, or how many numbers differ and the three largest relative differences, or DIFFERS).
 #
 #   OUT=DIR bash benchmarks/timings/stages_beside.sh CMD [LIMIT_S] [EXTRA ARGS...]
 #
@@ -45,9 +46,28 @@ def timing(key):  # the summaries' timings (seconds, phase starts, the demo's ms
 def load(label):
     f = out / f"{label}_summary.json"
     return {k: v for k, v in json.loads(f.read_text()).items() if not timing(k)} if f.exists() else None
+def diffs(a, b, path=""):  # [(relative difference, path, a, b)] of the numbers that differ; None: the trees differ
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        parts = [diffs(a[k], b[k], f"{path}/{k}") for k in a]
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        parts = [diffs(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b))]
+    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b)):
+        return [] if a == b else [(abs(a - b) / max(abs(a), abs(b)), path, a, b)]
+    else:
+        return [] if a == b else None
+    return None if any(p is None for p in parts) else [d for p in parts for d in p]
 ref = load("first_off")
 for label in ("first_on", "warm_off", "warm_on", "warm_off2", "warm_on2"):
     got = load(label)
-    print(label, "summary missing" if got is None or ref is None else
-          ("same summary" if json.dumps(got, sort_keys=True) == json.dumps(ref, sort_keys=True) else "summary DIFFERS"))
+    d = None if got is None or ref is None else diffs(ref, got)
+    # a GPU's run-to-run rounding moves numbers (~1e-12 relative): the largest change of a number, and of one
+    # that is zero in one run (a Delta chi2 at its minimum), where it is
+    print(label, "summary missing" if got is None or ref is None else "same summary" if d == [] else
+          "summary DIFFERS (not in numbers alone)" if d is None else
+          f"summary: {len(d)} numbers differ; " + "; ".join(
+              f"{what} {f(t):.2g} at {t[1]} ({t[2]!r} vs {t[3]!r})"
+              for what, sub, f in (("largest relative difference", [t for t in d if t[2] and t[3]], lambda t: t[0]),
+                                   ("largest against a zero", [t for t in d if not (t[2] and t[3])],
+                                    lambda t: abs(t[2] - t[3])))
+              for t in sorted(sub, key=f)[-1:]))
 PY
