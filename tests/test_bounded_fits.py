@@ -192,7 +192,8 @@ def test_asimov_fits_from_the_generating_point_alone_add_nothing(fast_mu, monkey
     alone (toys._generating_point_only): a fit of the Asimov data set at u from u ends at u, which
     the design holds already. Run anyway (the skip switched off), at two generating points (one
     off the defaults: mu_nu > 0, a background rate raised), the conditional fits (mu_nu fixed)
-    give the same designs, and with the skip no fit runs."""
+    give the same designs, and with the skip no fit runs. Where a term's Asimov measurement does
+    not move with u (a one-sided bound), the fits run and find a minimum away from u."""
     from nuejax.inference import toys
     from nuejax.inference.problem import FitProblem
 
@@ -214,6 +215,19 @@ def test_asimov_fits_from_the_generating_point_alone_add_nothing(fast_mu, monkey
     assert launched == [1]
     for a, b in zip(skipped, fitted):
         np.testing.assert_array_equal(a, b)
+    # a one-sided bound's Asimov measurement is its threshold, not the value: with rate_210Bi above
+    # it the fit from u moves to another minimum, so there the fits run (and the design grows)
+    from nuejax.model.constraints import HalfGaussianConstraint
+
+    bound = HalfGaussianConstraint.create("rate_210Bi", 0.8 * x[0, names.index("rate_210Bi")], 1.0)
+    fm_b = dataclasses.replace(fm, constraints=(bound,))
+    shell_b = dataclasses.replace(FitProblem.create(fm_b, pr.data, names=names), data=None, aux_flat=None)
+    assert toys._asimov_minimum_at_truth(shell.model) and not toys._asimov_minimum_at_truth(shell_b.model)
+    monkeypatch.undo()
+    launched.clear()
+    monkeypatch.setattr(toys, "pass_kernels", lambda *a, **k: launched.append(1) or real(*a, **k))
+    moved = toys._with_asimov_minima(shell_b, x, 1, full, base, 4, 100, 1e-8)
+    assert launched == [1] and any(len(d) > 1 for d in moved), moved
 
 
 # -- MINUIT at bounds ------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ exact construction of Feldman & Cousins (PRD 57 (1998) 3873, Sec. IV A, Table IV
 with exact Poisson probabilities, tests/fc_reference.py) wherever the toys can tell, and CLs from
 toys equals its closed form F(n0; mu + b) / F(n0; b)."""
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -136,3 +137,35 @@ def test_cls_from_toys_equals_the_closed_form():
     assert np.all(np.abs(r.cls - exact) < 3 * err + 1e-12), (r.cls, exact, err)
     limit = brentq(lambda mu: cls_poisson(mu, 2, B) - (1 - CL), 0.5, 10.0)
     assert r.limit == pytest.approx(limit, abs=0.35), (r.limit, limit)
+
+
+def test_a_construction_fits_its_toys_in_the_passes_of_its_size(monkeypatch, tmp_path):
+    """The passes of a construction (toys.passes of the run's number of toys: one uncapped pass on
+    an accelerator for a small run) are stored in its configuration and are the ones its toy fits
+    run: a stand-in scheme chosen by size reaches every kernel the construction builds, and the
+    run's size reaches toys.passes."""
+    from nuejax.inference import toys
+
+    asked, used = [], []
+    real_kernels = toys.pass_kernels
+    sizes = {}
+
+    def passes(n_rows=None):
+        asked.append(n_rows)
+        sizes.setdefault(n_rows, ((None, 1),) + ((None, 2 + len(sizes)),) * (len(toys.CPU_PASSES) - 1))  # one per size
+        return sizes[n_rows] if n_rows is not None else toys.CPU_PASSES
+
+    def kernels(*args, scheme=None, **kw):
+        used.append(scheme)
+        return real_kernels(*args, scheme=scheme, **kw)
+
+    monkeypatch.setattr(toys, "passes", passes)
+    monkeypatch.setattr(toys, "pass_kernels", kernels)
+    grid = np.array([1.0, 3.0])
+    feldman_cousins(MODEL, np.array([4.0]), "mu", grid, 50, key=2, out=tmp_path)
+    assert len(grid) * 50 in asked  # the run's size
+    want = sizes[len(grid) * 50]
+    stored = json.loads((tmp_path / "manifest.json").read_text())["config"]["passes"]
+    assert tuple(tuple(p) for p in stored) == want
+    assert want in used  # the toys' kernels (the start designs' Asimov fits ask with their own size)
+    assert all(s in sizes.values() for s in used)

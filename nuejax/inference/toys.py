@@ -392,9 +392,10 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
     Asimov data at ``unique`` (U, d) from the starts ``full`` (U, S, d − k) reached, the first
     ``k`` parameters fixed at the generating point's, lowest first, where not within
     :data:`~nuejax.inference.starts.MINIMUM_XTOL` standard deviations of a row already there; at
-    most ``limit`` rows each. Where every design of ``full`` is the generating point alone, no
-    fit runs (:func:`_generating_point_only`)."""
-    if _generating_point_only(full, unique, k):
+    most ``limit`` rows each. Where every design of ``full`` is the generating point alone and the
+    Asimov data set's minimum is at its generating point, no fit runs (:func:`_generating_point_only`,
+    :func:`_asimov_minimum_at_truth`)."""
+    if _generating_point_only(full, unique, k) and _asimov_minimum_at_truth(shell.model):
         return [np.asarray(b) for b in base]
     scheme = passes(len(unique))
     kern = pass_kernels(max_iter, edm_tol, 1, (), asimov=True, scheme=scheme)
@@ -424,13 +425,26 @@ def _with_asimov_minima(shell, unique, k, full, base, limit, max_iter, edm_tol) 
 
 def _generating_point_only(full, unique, k: int) -> bool:
     """Whether each design of ``full`` (U, S, d − k) is its generating point alone (S = 1, the row
-    equal to u's last d − k values). The Asimov data set at u has its minimum at u (every Poisson
-    term and every constraint at its own minimum there: the gradient vanishes), so a fit from u
-    ends at u, which the designs hold first (:func:`~nuejax.inference.starts.symmetry_starts`):
-    the fits would add nothing, and their two programs (the fits, the Hessians) cost seconds of
-    compilation (the conditional designs of `nuejax xenonnt`'s μ_ν constructions)."""
+    equal to u's last d − k values). Where the Asimov data set at u also has its minimum at u
+    (:func:`_asimov_minimum_at_truth`: the gradient vanishes there), a fit from u ends at u, which
+    the designs hold first (:func:`~nuejax.inference.starts.symmetry_starts`): the fits would add
+    nothing, and their two programs (the fits, the Hessians) cost seconds of compilation (the
+    conditional designs of `nuejax xenonnt`'s μ_ν constructions)."""
     full, unique = np.asarray(full), np.asarray(unique, dtype=float)
     return full.shape[1] == 1 and np.array_equal(full[:, 0], unique[:, k:])
+
+
+def _asimov_minimum_at_truth(model) -> bool:
+    """Whether −2 ln L of ``model``'s Asimov data set at any parameters u is smallest at u: its
+    likelihood and every constraint term say so (``asimov_at_truth``: the binned Poisson
+    likelihood, Gaussian and log-normal measurements). Not for an unbinned likelihood (the Asimov
+    events sit at bin centres), a one-sided bound (its Asimov measurement is the threshold, so
+    above it the pull is not zero) or a penalty, nor for anything that does not say."""
+    likelihood, terms = getattr(model, "likelihood", None), getattr(model, "constraint_terms", None)
+    if likelihood is None or terms is None:
+        return False
+    return bool(getattr(likelihood, "asimov_at_truth", False)) and all(
+        bool(getattr(t, "asimov_at_truth", False)) for t in terms())
 
 
 @functools.lru_cache(maxsize=None)

@@ -103,6 +103,12 @@ class StackedLikelihood:
         return all(isinstance(lik, BinnedPoisson) for lik in self.parts)
 
     @property
+    def asimov_at_truth(self) -> bool:
+        """Whether every part's Asimov data set has its minimum at the parameters that made it
+        (:attr:`~nuejax.model.likelihood.BinnedPoisson.asimov_at_truth`)."""
+        return all(getattr(lik, "asimov_at_truth", False) for lik in self.parts)
+
+    @property
     def n_obs(self) -> int:
         return int(sum(self.n_expected))
 

@@ -199,6 +199,11 @@ class GaussianConstraint:
         names: static, the n parameter names, in the order of ``centre``.
     """
 
+    #: Whether −2 ln L of this term with its Asimov measurement at any values p (``asimov(p)``)
+    #: is smallest at p: the toys' start designs then need no Asimov fit from p
+    #: (:func:`nuejax.inference.toys.toy_starts`).
+    asimov_at_truth = True
+
     centre: jax.Array
     chol: jax.Array
     names: tuple[str, ...] = static_field()
@@ -316,6 +321,10 @@ class HalfGaussianConstraint:
     a value in between). ``threshold`` and ``sigma`` are dynamic leaves (0-d arrays).
     """
 
+    #: The bound does not move with the values (``asimov`` is the threshold): above it, −2 ln L
+    #: with the Asimov measurement is not smallest at the values (see :class:`GaussianConstraint`).
+    asimov_at_truth = False
+
     threshold: jax.Array
     sigma: jax.Array
     names: tuple[str, ...] = static_field()
@@ -396,6 +405,11 @@ class LogNormalConstraint:
     ``median`` and ``sigma_ln`` are dynamic leaves (0-d arrays).
     """
 
+    #: Whether −2 ln L of this term with its Asimov measurement at any values p (``asimov(p)``)
+    #: is smallest at p (the median at the value): the toys' start designs then need no Asimov fit from p
+    #: (:func:`nuejax.inference.toys.toy_starts`).
+    asimov_at_truth = True
+
     median: jax.Array
     sigma_ln: jax.Array
     names: tuple[str, ...] = static_field()
@@ -462,6 +476,10 @@ class PenaltyTerm:
     static metadata, hashed by identity: numbers it closes over are compile-time constants, and a
     new callable recompiles; use the built-in terms for centres that change between toys.
     """
+
+    #: No measurement: the function's minimum is where the function puts it, not at the values
+    #: (see :class:`GaussianConstraint`).
+    asimov_at_truth = False
 
     names: tuple[str, ...] = static_field()
     function: Callable = field(metadata={"static": True})

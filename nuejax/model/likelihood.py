@@ -121,6 +121,11 @@ class BinnedPoisson:
     :func:`poisson_nll` (paper Eq. logL), on the bins ``obs_edges`` (None: bins without edges, a
     user model's); toys draw every bin from its Poisson distribution (:func:`poisson_draw`)."""
 
+    #: Whether −2 ln L of the Asimov data set at any parameters u (:meth:`asimov_data`) is smallest
+    #: at u: here the expected counts are the data, so every bin's term is at its minimum there
+    #: (the toys' start designs then need no Asimov fit from u, :func:`nuejax.inference.toys.toy_starts`).
+    asimov_at_truth = True
+
     obs_edges: jax.Array | None = None
 
     @property
@@ -218,6 +223,10 @@ class UnbinnedPoisson:
     Toys (:meth:`sample`) draw a Poisson number of events from the total, then their energies
     from the density (exact inverse-CDF draws on each linear piece).
     """
+
+    #: The Asimov data set puts each bin's count at its centre: the minimum lies near the
+    #: parameters that made it, not exactly at them (see :class:`BinnedPoisson`).
+    asimov_at_truth = False
 
     obs_edges: jax.Array
     n_max: int = static_field(default=0)
