@@ -18,6 +18,9 @@
 #            construction) with the continued launches of the capped passes at 1/8 of the rows (the
 #            package), 1/16 and 1/32 (toys.PASSES edited with sed on the device's copy only), each in
 #            a fresh process on shared caches, the package's first and last
+#   two      on two H200s of one host (kind nvidia-h200-x2), at 87561a6: toy fits/s
+#            (toy_throughput.py --no-belts) on one GPU (CUDA_VISIBLE_DEVICES=0) at 65536 rows, and
+#            on both at 65536 and 131072 rows
 #   combine  `nuejax combine` at ef254b3 with its compile log: a first run on an empty cache folder
 #            and a warm one
 # Everything is written to /tmp/s25 and returned as one tar archive.
@@ -84,6 +87,17 @@ case $1 in
       tar czf "$OUT/s25_$1.tgz" -C "$dir" .
     done
     git checkout -q nuejax/inference/toys.py 2>/dev/null || true ;;
+  two)
+    for spec in "1 65536" "2 65536" "2 131072"; do
+      set -- $spec
+      vis=$([ "$1" = 1 ] && echo 0 || echo 0,1)
+      CUDA_VISIBLE_DEVICES=$vis NUEJAX_CACHE_DIR=/tmp/c_tp timeout 100 python benchmarks/timings/toy_throughput.py \
+        --no-belts --rows "$2" --compilation-cache /tmp/c_tp/jax --json "$dir/two_$1gpu_$2.json" > "$dir/two_$1gpu_$2.txt" 2>&1 \
+        || echo "devices $1 rows $2 rc=$?" >> "$dir/walls.txt"
+      python -c "import json; d=json.load(open('$dir/two_$1gpu_$2.json')); print('devices $1 rows $2', d['n_devices'], d['compile_s'], d['seconds'], d['toy_fits_per_s'])" >> "$dir/walls.txt" 2>&1
+      tar czf "$OUT/s25_two.tgz" -C "$dir" .
+    done
+    set -- two ;;
   combine)
     rm -rf /tmp/c_comb
     CMD=combine log combine_first /tmp/c_comb 300
