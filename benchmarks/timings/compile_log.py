@@ -55,10 +55,10 @@ def main(argv=None) -> int:
 
     nuejax.enable_x64()
     enable_compilation_cache()
-    for item in a.set:  # A/B runs of one setting (recorded in the report)
-        import ast
-        import importlib
+    import ast
+    import importlib
 
+    for item in a.set:  # A/B runs of one setting (recorded in the report)
         target, value = item.split("=", 1)
         module, name = target.rsplit(".", 1)
         setattr(importlib.import_module(module), name, ast.literal_eval(value))

@@ -46,9 +46,7 @@ def throughput(a, pr, m, devs, rows, cpu) -> dict:
 
     from nuejax.inference.construction import observed_fits
     from nuejax.inference.fitting import launch_size
-    from nuejax.inference.toys import draw_parts, toy_fits, toy_starts
-
-    from nuejax.inference.toys import CPU_PASSES, passes
+    from nuejax.inference.toys import CPU_PASSES, draw_parts, passes, toy_fits, toy_starts
 
     # the passes of a run of any size (the accelerators' capped first pass), or one uncapped pass
     scheme = CPU_PASSES if a.passes == "one" else passes()
@@ -87,8 +85,8 @@ def throughput(a, pr, m, devs, rows, cpu) -> dict:
         times.append(time.perf_counter() - t)
     best = min(times)
     conv = float(np.mean(np.asarray(out["conv_global"]) & np.asarray(out["conv_cond"])))
-    res = {"starts": n_starts, "passes": [list(p) for p in scheme], "compile_s": compile_s, "rows": rows, "rows_per_launch": per, "seconds": best,
-           "toys_per_s": rows / best, "toy_fits_per_s": 2 * rows / best, "converged_fraction": conv}
+    res = {"starts": n_starts, "passes": [list(p) for p in scheme], "compile_s": compile_s, "rows": rows,
+           "rows_per_launch": per, "seconds": best, "toys_per_s": rows / best, "toy_fits_per_s": 2 * rows / best, "converged_fraction": conv}
     print(json.dumps(res, indent=1), flush=True)
     return res
 

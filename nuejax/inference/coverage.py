@@ -58,11 +58,12 @@ def coverage(model, truth: Mapping, names, n_toys: int, key=0, *, cl: float = 0.
         parts = draw_parts(pr.full, gen_x)
         design_g, design_c, design_idx = toy_starts(pr.full, gen_x, len(pr.poi), pr.starts, max_iter=max_iter)
         designs = (None, None) if design_g is None else (jnp.asarray(design_g), jnp.asarray(design_c))
+        scheme = passes(len(index))  # the run's passes (toys.passes)
 
         def kernel(part):
             return toy_fits(pr.full, run_key, part["gen_x"], part["test"], part["index"], k=len(pr.poi),
                             max_iter=max_iter, parts=parts, resample=pr.resample, designs=designs,
-                            design_index=part.get("design"), scheme=passes(len(index)))
+                            design_index=part.get("design"), scheme=scheme)
 
         rows = {"gen_x": gen_x, "test": test, "index": index}
         if design_idx is not None:
