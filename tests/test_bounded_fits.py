@@ -86,7 +86,10 @@ def test_two_flat_bound_coordinates_forming_a_saddle_are_not_a_minimum():
     H = jax.hessian(f)(x0)
     assert not bool(kkt(x0, jax.grad(f)(x0), H, jnp.zeros(2), jnp.full(2, 10.0))[0])
     r = newton_minimize(f, x0, [0, 0], [10, 10])
-    assert bool(r.converged) and np.asarray(r.x) == pytest.approx([2**-0.5, 2**-0.5], rel=1e-5)
+    # the minimum: f = -1/2 at x0 = x1 = 2^-1/2; an EDM below the tolerance 1e-8 puts the end point
+    # within sqrt(2e-8 / 4) = 7e-5 of it (the Hessian's smallest eigenvalue there is 4)
+    assert bool(r.converged) and float(r.fun) == pytest.approx(-0.5, abs=1e-8)
+    assert np.asarray(r.x) == pytest.approx([2**-0.5, 2**-0.5], abs=7.1e-5)
 
 
 def test_kkt_test_rejects_points_that_are_not_minima():
