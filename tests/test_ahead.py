@@ -53,6 +53,7 @@ def _build(folder, monkeypatch, started):
     return borexino_like.borexino_like_model(n_T=40, signals=("pp", "pep", "7Be_862"), backgrounds=("85Kr",))
 
 
+@pytest.mark.slow
 def test_a_model_built_with_the_warm_up_equals_one_built_without(monkeypatch, tmp_path):
     """The default model's signals start with a continuum (pp) and then a line (pep): with a core
     to spare, pep is built in the background beside pp (nothing stored), then again in turn; the
@@ -105,6 +106,7 @@ def test_work_beside_returns_its_result_and_raises_its_error(monkeypatch):
     assert beside(lambda: 1) is None
 
 
+@pytest.mark.slow
 def test_stages_run_beside_give_the_same_numbers_and_lines_in_order(monkeypatch):
     """nuejax borexino runs its magnetic-moment and NSI stages beside the others where cores are
     to spare: a fit and a profile scan run in another thread equal those run in turn, bit for bit,

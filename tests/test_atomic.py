@@ -51,6 +51,7 @@ def test_stepping_counts_the_shells_below_the_recoil_energy():
         AtomicTarget("X", 2, 4.0, (("K", 1.0, 3),), "test")
 
 
+@pytest.mark.slow
 def test_rate_equals_the_total_cross_section_route():
     """∫ dR/dT over 10-20 keV (free electrons, pp) equals N_e Φ [σ(T > 10 keV) − σ(T > 20 keV)]
     from event_rate (the total cross section above a threshold: a separate code path)."""
@@ -68,6 +69,7 @@ def test_rate_equals_the_total_cross_section_route():
     np.testing.assert_allclose(np.asarray(s) / np.asarray(f), [52 / 54, 1.0], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_sm_rate_on_xenon_is_dominated_by_pp_and_moves_with_the_magnetic_moment():
     T = np.array([1e-3, 5e-3, 10e-3, 30e-3])
     r = solar_recoil_rate(T)
@@ -91,6 +93,7 @@ def test_packaged_xenonnt_sr0():
         d.efficiency_at([-1.0])
 
 
+@pytest.mark.slow
 def test_xenon_model_equals_a_direct_smearing_of_the_recoil_rate():
     """The xenon pipeline (signals → stepping fold → keV response → efficiency × exposure) against
     solar_recoil_rate smeared by hand (σ = a√E + bE, scipy's normal CDF on a 0.01-keV grid) with

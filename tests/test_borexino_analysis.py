@@ -56,6 +56,7 @@ def _published(name):
     return sh.density * np.diff(sh.edges) / drawn
 
 
+@pytest.mark.slow
 def test_sm_point_reproduces_the_published_shapes_exactly(models):
     fast, general, _ = models
     p = fast.parameters.values()
@@ -199,6 +200,7 @@ def mediator_models():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.slow
 def test_fast_mediators_equal_the_general_evaluation(mediator_models, seed):
     """The Borexino model's fast mediator signals (one recoil grid per spectrum) equal the general
     evaluation at random couplings and masses, and they do move the spectrum."""

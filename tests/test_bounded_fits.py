@@ -79,6 +79,7 @@ def test_solver_leaves_a_saddle_on_the_bound_and_stops_at_a_flat_bound_minimum()
     assert bool(r.converged) and float(r.x[0]) == 0.0 and bool(r.at_lower[0])
 
 
+@pytest.mark.slow
 def test_two_flat_bound_coordinates_forming_a_saddle_are_not_a_minimum():
     # each coordinate alone curves up at (0, 0), together they go down: f(0.8, 0.8) < 0
     f = lambda x: x[0] ** 2 + x[1] ** 2 - 4 * x[0] * x[1] + x[0] ** 4 + x[1] ** 4  # noqa: E731
@@ -190,6 +191,7 @@ def test_small_toy_runs_take_one_uncapped_pass_on_accelerators(monkeypatch):
     assert toys.PASSES[0][0] == 10 and toys.CPU_PASSES[0][0] is None
 
 
+@pytest.mark.slow
 def test_asimov_fits_from_the_generating_point_alone_add_nothing(fast_mu, monkeypatch):
     """The toys' start designs skip the Asimov fits of a design that is its generating point u
     alone (toys._generating_point_only): a fit of the Asimov data set at u from u ends at u, which
@@ -401,6 +403,7 @@ class TwoTemplates(AbstractModel):
         return 40
 
 
+@pytest.mark.slow
 def test_a_user_written_model_fits_and_wrong_ones_are_named():
     model = TwoTemplates()
     data = np.round(np.asarray(model.expected({"s": 30.0, "b": 4.0})))
@@ -522,6 +525,7 @@ def _transform_model():
                           parameters=ps, exposure=1.0, transform=tr)
 
 
+@pytest.mark.slow
 def test_gauss_newton_phase_ends_on_the_exact_routes_minimum():
     """The solver's cheap phase (minimize_bounded's ``hessian_split``, which the CPU's row-by-row fits
     use): the Gauss-Newton matrix J^T diag(2n/mu^2) J equals its definition with J from jax.jacfwd;
@@ -565,6 +569,7 @@ def test_gauss_newton_phase_ends_on_the_exact_routes_minimum():
         np.testing.assert_allclose(cheap.hess, value_grad_hessian(cheap.x, args)[2], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_curvature_by_direction_equals_the_vmapped_passes():
     """curvature_term one pass per non-linear parameter (the CPU's default) and as one vmap of
     one-hot tangents (the accelerators'): the same matrix, with nothing pinned and with a linear

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from nuejax.inference import feldman_cousins
 from nuejax.inference.construction import (branch_images, branch_selection, construction, critical_value,
@@ -50,6 +51,7 @@ def test_branch_images_move_nuisances_only_and_stay_in_bounds():
     assert branch_images(pr_a, np.array([[0.2, 1.0]])).shape == (1, 0, 1)
 
 
+@pytest.mark.slow
 def test_feldman_cousins_critical_values_from_the_toys_on_the_branch(tmp_path):
     """A stored run's toys, classified by hand (|a_toy - a_gen| <= |a_toy - image|): the critical
     value and p-value of every point use the valid toys on the branch; without the conditioning,
@@ -78,6 +80,7 @@ def test_feldman_cousins_critical_values_from_the_toys_on_the_branch(tmp_path):
         assert pooled.t_crit[k] == critical_value(t[k][ok[k]], 0.9)[0]
 
 
+@pytest.mark.slow
 def test_coverage_conditions_each_toys_inner_toys_on_its_own_branch(monkeypatch):
     """coverage(inner_toys=...) hands each coverage toy's own conditional nuisances and their
     image (a -> -2c - a) to the selection, and its critical values differ from the pooled ones

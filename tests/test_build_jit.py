@@ -57,6 +57,7 @@ def _lowered_programs(run):
     return out, count["n"]
 
 
+@pytest.mark.slow
 def test_fixed_tensors_and_rates_compile_a_few_programs_not_one_per_step():
     """A component's precomputed tensors and the SM rates of a model's sources are compiled as a
     few programs: evaluated op by op they lowered some fifty small programs per component (most

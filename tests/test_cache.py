@@ -87,6 +87,7 @@ def test_the_test_suite_does_not_write_into_the_home_cache():
     assert (Path.home() / ".cache").resolve() not in (folder, *folder.parents)
 
 
+@pytest.mark.slow
 def test_cached_model_equals_uncached_build_bit_for_bit(cache_folder, counted, monkeypatch):
     first = borexino_like_model(**SMALL)  # empty folder: built and stored
     assert counted == {"signal": 2, "background": 1}

@@ -55,6 +55,7 @@ def test_a_combination_of_one_model_equals_the_model():
             assert float(g2[f"{k}_a"]) == pytest.approx(float(g1[k]), rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_two_copies_with_shared_parameters_equal_twice_the_exposure_on_asimov_data():
     m, m2 = line_model(1.0), line_model(2.0)
     c = combine(m, m, labels=("a", "b"), shared=m.parameters.names)
@@ -133,6 +134,7 @@ def test_combination_data_errors_name_the_experiment():
         c.join(np.ones(40))
 
 
+@pytest.mark.slow
 def test_binned_combination_takes_the_exact_poisson_hessian_route():
     from nuejax.inference.fitting import linear_mask, objective, value_grad_hessian
     from nuejax.inference.problem import FitProblem

@@ -132,6 +132,7 @@ def test_zero_outside_kinematic_range():
 
 
 @pytest.mark.parametrize("radiative", [False, True])
+@pytest.mark.slow
 def test_no_nan_values_or_gradients_at_endpoints_and_extremes(radiative):
     E = jnp.logspace(-9, np.log10(20.0), 25)
     frac = jnp.array([0.0, 1e-12, 0.5, 1 - 1e-12, 1.0])
@@ -161,6 +162,7 @@ def test_gradients_match_finite_differences(radiative):
     np.testing.assert_allclose(g, fd, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_vmap_over_new_physics_points():
     T, E = jnp.linspace(0.01, 0.6, 7), 0.8613
     eps = jnp.linspace(-0.2, 0.2, 5)

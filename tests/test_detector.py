@@ -124,6 +124,7 @@ def test_response_differentiable_in_all_parameters():
     np.testing.assert_allclose(g, fd, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_toy_mc_converges_to_expected_histogram_and_neff():
     src = build_source("7Be_862")
     t_edges = uniform_recoil_edges(0.6643, 20)

@@ -69,6 +69,7 @@ def _check(n0: int, grid, n_toys: int, key: int):
     return (r,) + _compare(n0, r.axes[0], r.accepted, n_toys)
 
 
+@pytest.mark.slow
 def test_feldman_cousins_equals_table_iv_on_discrete_counts():
     """n0 = 6 (Table IV: [0.15, 8.46]) near both ends, grid step 0.05, 4000 toys per point: every
     grid point whose acceptance the toys can tell matches the exact construction, and the interval

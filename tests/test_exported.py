@@ -11,6 +11,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from nuejax._internal.exported import persistent
 
@@ -142,6 +143,7 @@ def _toys_run(tmp_path, **env):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_the_toy_fit_kernels_are_kept_across_processes(tmp_path):
     """A construction's toy-fit kernels (nuejax.inference.toys.compiled_toy_fits) and the Asimov
     Hessians of its start designs: a second process loads them instead of tracing them, with the same numbers bit for bit; with the switch off

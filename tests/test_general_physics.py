@@ -220,6 +220,7 @@ def _random_point(names, rng):
     return vals
 
 
+@pytest.mark.slow
 def test_general_model_equals_default_model_and_direct_route(models):
     from nuejax.model import expected, expected_direct
 
@@ -233,6 +234,7 @@ def test_general_model_equals_default_model_and_direct_route(models):
     np.testing.assert_allclose(np.asarray(expected(mg, q)), np.asarray(expected_direct(mg, q)), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_general_fast_path_equals_general_path(models):
     from nuejax.model import FoldedPolynomial, expected, fast_model
 

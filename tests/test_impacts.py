@@ -50,6 +50,7 @@ def _data(model, seed=1):
     return np.random.default_rng(seed).poisson(np.asarray(model.expected(model.parameters.defaults()))).astype(float)
 
 
+@pytest.mark.slow
 def test_impacts_equal_fits_with_the_parameter_fixed(tmp_path):
     m = _model()
     n = _data(m)

@@ -260,6 +260,7 @@ def test_injection_recovery(full_model, case):
     assert lo < r.injected < hi
 
 
+@pytest.mark.slow
 def test_cost_writing_results_to_pinned_host_memory_equals_the_default(models, monkeypatch):
     """The minimiser's calls compiled to write their results into pinned host memory (the GPU
     route, host_output_sharding) give the default calls' value, gradient and Hessian."""

@@ -45,6 +45,7 @@ def test_bad_parameter_definitions(kw, match):
         Parameter(**kw)
 
 
+@pytest.mark.slow
 def test_bad_parameter_sets_and_values(fm):
     with pytest.raises(ParameterError, match="duplicate"):
         ParameterSet((Parameter("a", 0.0), Parameter("a", 1.0)))
@@ -221,6 +222,7 @@ class _Hist:
         return self._counts
 
 
+@pytest.mark.slow
 def test_a_histogram_is_fitted_only_on_the_model_binning(fm, data):
     edges = np.asarray(fm.obs_edges)
     r = fit(fm, _Hist(data, edges))

@@ -38,6 +38,7 @@ def gauss_fc():
     return m, feldman_cousins(m, gaussian_counts(m, 1.7), "mu", grid, 20000, key=3)
 
 
+@pytest.mark.slow
 def test_fc_gaussian_critical_values_match_closed_form(gauss_fc):
     _, r = gauss_fc
     assert np.all(r.n_valid == r.n_toys)
@@ -141,6 +142,7 @@ def test_coverage_profile_construction_away_from_zero(mu_model):
     assert abs(c.fraction - 0.9) < 2 * c.error, c
 
 
+@pytest.mark.slow
 def test_coverage_keeps_each_toys_statistic_and_conditional_nuisances(mu_model):
     """Per toy: the statistic at the truth, its critical value and the conditional fit's
     nuisances (the inner toys' generating point), consistent with the count and saved to JSON."""

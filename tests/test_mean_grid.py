@@ -54,6 +54,7 @@ def test_hermite_basis_reproduces_quintics():
 
 
 @pytest.mark.parametrize("v0, v1", WIDTHS)
+@pytest.mark.slow
 def test_grid_fold_matches_exact_fold(nodes, v0, v1):
     """Within the module's bound (ERROR_PER_WEIGHT step**6 per unit weight), and converging at
     sixth order: halving the step cuts the error by ~64 (at least 32 asked)."""
@@ -65,6 +66,7 @@ def test_grid_fold_matches_exact_fold(nodes, v0, v1):
     assert err[0.6] / err[DEFAULT_STEP] > 32
 
 
+@pytest.mark.slow
 def test_closed_form_width_jacobian_equals_autodiff():
     g = mean_grid(600.0, float(SHORT[-1]))
     W = jnp.asarray(np.random.default_rng(1).normal(size=(3, g.size)))

@@ -137,6 +137,7 @@ def test_pseudo_data_are_poisson_around_asimov(model):
     assert abs(pull.mean()) < 0.2 and 0.8 < pull.std() < 1.2
 
 
+@pytest.mark.slow
 def test_default_model_builds_and_has_the_paper_components(full_model):
     m = full_model
     assert m.signal_names == ("pp", "pep", "hep", "7Be_862", "7Be_384", "8B", "13N", "15O", "17F")

@@ -20,8 +20,10 @@ NAMES = ("diagonal_general", "diagonal_fast", "general_nsi_general", "general_ns
          "general_nsi_propagation_daynight", "floating_general", "floating_fast_transform", "floating_exact_midpoint",
          "phase3_fast", "phase3_general_nsi")
 SMALL = dict(n_T=100, window=(150, 450), signals=("7Be_862", "pep", "13N"), backgrounds=("210Bi", "85Kr", "210Po"))
-#: configurations whose build takes a minute or more on 2 cores: the slow job
-SLOW = {"general_nsi_propagation_daynight", "phase3_fast", "phase3_general_nsi"}
+#: configurations whose test takes more than 5 s on 2 cores (a minute or more for the last three):
+#: the slow job
+SLOW = {"diagonal_general", "general_nsi_fast", "floating_general",
+        "general_nsi_propagation_daynight", "phase3_fast", "phase3_general_nsi"}
 RTOL = 1e-12
 
 

@@ -90,6 +90,7 @@ def test_the_check_finds_the_reproducers_independent_calls(tmp_path):
     assert bad and {("eigh" in a or "eigh" in b) and ("cholesky" in a or "cholesky" in b) for _, a, b in bad} == {True}
 
 
+@pytest.mark.slow
 def test_every_program_of_fits_scans_and_constructions_orders_its_lapack_calls(tmp_path):
     texts = _dump(ROOT / "benchmarks" / "repro" / "lapack_order_workload.py", [], tmp_path, 420)
     with_lapack = [t for t in texts if "lapack" in t]

@@ -43,6 +43,7 @@ def _combined():
                                   baked=floating.baked), template
 
 
+@pytest.mark.slow
 def test_floating_response_with_templates_and_a_peak_on_the_fast_path():
     floating, m, template = _combined()
     assert m.stage(PolynomialSignals) is not None and m.stage(FloatingFold) is not None

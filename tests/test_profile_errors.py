@@ -23,6 +23,7 @@ def _quiet(f, *a, **k):
         return f(*a, **k)
 
 
+@pytest.mark.slow
 def test_profile_errors_equal_minuit_minos():
     pytest.importorskip("iminuit")
     m = _model(0.1)
@@ -39,6 +40,7 @@ def test_profile_errors_equal_minuit_minos():
     assert d["not_converged"] == [] and d["launches"] <= 6
 
 
+@pytest.mark.slow
 def test_profile_errors_follow_an_asymmetric_profile_to_its_crossings():
     """Few events: the profile of mu is not a parabola (upper error 9 % above the lower, both 4 %
     off the Hessian error)."""
@@ -58,6 +60,7 @@ def test_profile_errors_follow_an_asymmetric_profile_to_its_crossings():
     assert set(ours.minos) == {"mu"}
 
 
+@pytest.mark.slow
 def test_a_side_without_a_crossing_inside_the_bounds_is_none():
     m = _model(0.1)
     ps = m.parameters.fix("flat").update("scale", lower=-0.05)  # the constraint's sigma is 0.1
@@ -72,6 +75,7 @@ def test_a_side_without_a_crossing_inside_the_bounds_is_none():
     assert all(v is not None for v in r.minos["b1"])
 
 
+@pytest.mark.slow
 def test_profile_errors_refuse_an_invalid_fit_and_unknown_names():
     import dataclasses
 

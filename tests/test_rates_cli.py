@@ -41,6 +41,7 @@ def test_cno_is_sum_and_json_contract(capsys, sm_rates):
     assert out == pytest.approx(sm_rates["gs98"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_options_change_rates_in_the_expected_direction(capsys):
     main(["rates", "--json", "--tree"])
     tree = json.loads(capsys.readouterr().out)

@@ -72,6 +72,7 @@ RANKING = textwrap.dedent("""
     """)
 
 
+@pytest.mark.slow
 def test_a_new_experiment_from_a_spec_and_files_recovers_injected_parameters(tmp_path, capsys):
     path = _experiment(tmp_path, SPEC + RANKING)
     model, _ = build_spec(load_spec(path))
@@ -439,6 +440,7 @@ LINES = 'signals = ["7Be_862", "pep"]\n'  # two lines: the general night-time ev
 
 
 @pytest.mark.parametrize("propagation", [False, True])
+@pytest.mark.slow
 def test_new_physics_in_a_spec_gives_the_model_built_in_python(tmp_path, propagation):
     """[model.physics] of a xenon spec: the same -2 ln L as xenon_model with the same options on the
     general path, at a point where every added parameter acts; the spec takes the fast path where

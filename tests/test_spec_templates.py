@@ -78,6 +78,7 @@ def _write(folder, root: bool, truth=None):
 
 
 @pytest.mark.parametrize("root", [False, True], ids=["text", "root"])
+@pytest.mark.slow
 def test_a_template_analysis_from_files_recovers_injected_normalisations(tmp_path, root):
     if root:
         pytest.importorskip("uproot")
@@ -110,6 +111,7 @@ def test_a_template_analysis_from_files_recovers_injected_normalisations(tmp_pat
     assert prof["converged"] == 31 and prof["interval"][0] < fit["values"]["mu"] < prof["interval"][1]
 
 
+@pytest.mark.slow
 def test_templates_without_constraints_return_the_injected_point(tmp_path):
     path, truth = _write(tmp_path, False)
     text = path.read_text().replace("gaussian = {centre = 1.0, sigma = 0.1}\n", "").replace(
@@ -176,6 +178,7 @@ UNBINNED = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_an_event_list_is_fitted_with_the_unbinned_likelihood(tmp_path):
     """Events drawn from the templates' density (fine bins): the unbinned fit of the event list
     agrees with the binned fit of the same events histogrammed on those bins (the fine-binning
@@ -269,6 +272,7 @@ def test_a_2d_feldman_cousins_question_needs_both_grids(tmp_path):
         run_spec(path)
 
 
+@pytest.mark.slow
 def test_an_upper_limit_says_which_nuisance_is_held_at_a_bound(tmp_path):
     """No signal and no flat component in the data: at the signal's upper limit the flat
     normalisation is held at its lower bound 0, and the answer says so (as the Borexino mu_nu
@@ -288,6 +292,7 @@ def test_an_upper_limit_says_which_nuisance_is_held_at_a_bound(tmp_path):
     assert "flat sits on its lower bound 0" in lim["warnings"][0]
 
 
+@pytest.mark.slow
 def test_a_refined_profile_reads_its_interval_off_a_fine_grid(tmp_path):
     """refine = 6 adds points where the profile crosses its thresholds: the interval from a coarse
     grid (step 0.3) so refined agrees with a fine scan (step 0.005) far better than the coarse one."""
@@ -343,6 +348,7 @@ FOLDED = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_templates_folded_through_a_response_with_a_peak(tmp_path):
     """Templates on a true-energy axis folded through a floating resolution and scale onto the
     observable's bins, plus a Gaussian line: the spec equals the model built in Python, and a fit

@@ -68,6 +68,7 @@ def test_line_spectrum_is_exact():
 
 @pytest.mark.parametrize("name", solar.COMPONENT_NAMES)
 @pytest.mark.parametrize("radiative", [False, True])
+@pytest.mark.slow
 def test_binned_integral_equals_total_rate(name, radiative):
     """Sum of bin integrals of f_T (one quadrature route) equals the sigma_total route."""
     src = build_source(name)
@@ -115,6 +116,7 @@ def test_sm_limit_and_magnetic_moment_enhancement():
     assert add == pytest.approx(ref * float(rate_per_day_factor(src)), rel=1e-4)
 
 
+@pytest.mark.slow
 def test_vmap_over_parameter_points_equals_single_calls():
     src = build_source("8B", n_E=300)
     edges = uniform_recoil_edges(14.0, 50)
@@ -163,6 +165,7 @@ def test_bad_inputs_are_named():
 
 
 @pytest.mark.parametrize("name", ["pp", "7Be", "8B"])
+@pytest.mark.slow
 def test_precomputed_cross_section_route_equals_direct(name):
     """The model's route (cross-section coefficients precomputed on the fixed quadrature nodes)
     reproduces recoil_spectrum at arbitrary NSI, per-flavour mu_nu and oscillation parameters."""

@@ -315,6 +315,7 @@ def test_batch_fit_asimov_and_toys():
         assert res.values[k][0] == pytest.approx(one.values[k], rel=1e-6, abs=1e-6), k
 
 
+@pytest.mark.slow
 def test_fit_from_a_start_that_once_stopped_on_the_zero_resolution_plateau():
     """With e_res bounded at 0 this start made the Newton solver step onto e_res = 0, where -2 ln L
     is flat in e_res to all orders (gradient and curvature exactly 0): the KKT test passed ~80

@@ -268,6 +268,7 @@ def test_jacobian_matches_plain_autodiff():
         _assert_rel(J[..., a], R[..., a], 1e-9, f"jacfwd {k}")
 
 
+@pytest.mark.slow
 def test_gradient_matches_reference_and_finite_differences():
     w = jnp.asarray(W0)
     f = _compiled("vgh", "analytic")
@@ -301,6 +302,7 @@ def test_hessian_matches_reference_and_finite_differences():
     np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-6 * np.abs(H).max())
 
 
+@pytest.mark.slow
 def test_stage_call_derivatives_equal_the_matrix_product():
     """``ResponseTransform.__call__`` (``migrate``: the tangent contracted with the counts, never a
     tangent matrix) gives the value, gradient and Hessian of plain autodiff through the matrix."""
@@ -429,6 +431,7 @@ def test_linear_resolution_form():
     assert m.shape == (100, 6) and np.all(m >= 0) and np.max(m.sum(axis=1)) <= 1 + 1e-12
 
 
+@pytest.mark.slow
 def test_fixed_edges_move_counts_by_the_widths_alone():
     """A transform that floats only resolution terms keeps its edges fixed and moves counts with
     ``migrate_width``: value, gradient and Hessian in (counts, terms) equal ``migrate``'s and plain

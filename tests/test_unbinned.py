@@ -102,6 +102,7 @@ def test_asimov_data_fit_returns_the_truth():
         assert float(r.values[k]) == pytest.approx(TRUE[k], rel=1e-5)
 
 
+@pytest.mark.slow
 def test_toys_draw_a_poisson_number_of_events_from_the_density():
     m = peak_model(0.05, capacity=1200)
     lik = m.likelihood

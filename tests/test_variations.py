@@ -58,6 +58,7 @@ def _model(with_mc=True, exposure=1.0):
                           exposure=exposure, shape_variations=shape, mc_stat=mc)
 
 
+@pytest.mark.slow
 def test_variations_give_the_varied_templates_and_the_solver_hessian_is_exact():
     m = _model()
     assert m.parameters["alpha_tilt"].constraint == (0.0, 1.0) and len([n for n in m.parameters.names if n.startswith("mc_stat_")]) == 10
@@ -78,6 +79,7 @@ def test_variations_give_the_varied_templates_and_the_solver_hessian_is_exact():
     np.testing.assert_allclose(np.asarray(H), np.asarray(H_ref), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_barlow_beeston_lite_factor_equals_its_closed_form():
     """One bin's profiled gamma solves gamma^2/s^2 + gamma (nu - 1/s^2) - n = 0 (d/dgamma of
     2(nu gamma - n ln(nu gamma)) + ((gamma - 1)/s)^2 = 0) at fixed normalisations."""
@@ -142,6 +144,7 @@ SPEC = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_a_spec_with_variations_and_mc_statistics_equals_the_model_built_in_python(tmp_path):
     for name, a in (("signal", SIG), ("signal_err", 0.05 * SIG), ("bkg", BKG), ("bkg_err", np.sqrt(BKG)),
                     ("bkg_up", BKG_UP), ("bkg_down", BKG_DOWN)):

@@ -38,6 +38,7 @@ def test_fast_mediator_signals_equal_the_general_evaluation(mediator_models, poi
     assert {p.name for p in fast.baked} == {"sin2_theta12", "dm2_21", "sin2_theta13", "sin2_theta23"}
 
 
+@pytest.mark.slow
 def test_the_diagonal_fold_equals_the_dense_kernel_fold(mediator_models):
     """The xenon model's fold is an element-wise product (DiagonalFold): the same expected counts
     and gradient as the dense KernelFold through the same diagonal kernels, on both signal paths."""
@@ -75,6 +76,7 @@ def test_a_diagonal_fold_refuses_a_kernel_off_its_diagonal(mediator_models):
         DiagonalFold.create(sigs)
 
 
+@pytest.mark.slow
 def test_profile_scans_equal_one_profile_scan_per_mass(mediator_models):
     """profile_scans (every mass's points in the same launches, the mass pinned per row) gives
     what profile_scan gives at each mass (its global fit from the problem's start, starts=1)."""
@@ -204,6 +206,7 @@ def test_xenonnt_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("unbinned", [False, True])
+@pytest.mark.slow
 def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypatch):
     """The SR0 model is one cache entry: the second build runs no xenon_model and equals, bit for
     bit, the build with the cache off; an option the cache cannot key builds uncached, silently."""
