@@ -225,7 +225,8 @@ def test_mediators_with_general_nsi_have_no_fast_path():
                               calibration=SimpleNamespace(response=RESPONSE))
 
 
-@pytest.mark.parametrize("kind", ["fast", pytest.param("mediators_general", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fast", "mediators_general"])
 def test_the_cached_model_equals_a_fresh_build(kind, tmp_path, monkeypatch):
     """The whole Phase-III model is one cache entry: a second build loads it (no build runs) and it
     equals, bit for bit, the model built with the cache off; also for the general mediator model,

@@ -121,6 +121,7 @@ def test_feldman_cousins_table_iv_every_row(belt, n0):
     assert want.any() and (~want).any()  # the row's interval is inside the grid: both outcomes occur
 
 
+@pytest.mark.slow
 def test_cls_from_toys_equals_the_closed_form():
     """CLs = F(n0; mu + b) / F(n0; b) for n0 = 2 counts (Read 2002), from 4000 toys per value and
     4000 background-only toys, within 3 standard errors at every tested value; the limit where it

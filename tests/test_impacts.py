@@ -86,6 +86,7 @@ def test_impacts_equal_fits_with_the_parameter_fixed(tmp_path):
     assert "impacts on mu" in str(r) and "flat" in str(r)
 
 
+@pytest.mark.slow
 def test_post_fit_impacts_follow_the_covariance_where_the_likelihood_is_gaussian():
     """Near a quadratic minimum, fixing theta_i at theta_i +- sigma_i moves mu by
     +- C_{mu i} / sigma_i (the conditional mean of the fit's Gaussian). High counts make the

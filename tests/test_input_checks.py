@@ -234,6 +234,7 @@ def test_a_histogram_is_fitted_only_on_the_model_binning(fm, data):
         batch_fit(fm, _Hist(data, shifted, name="shifted"))
 
 
+@pytest.mark.slow
 def test_fits_do_not_warn_on_asimov_data_and_file_readers_name_the_file(fm, tmp_path):
     from nuejax.analyses.limits import read_counts
     from nuejax.inference import cls_upper_limit

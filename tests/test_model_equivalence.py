@@ -22,7 +22,7 @@ NAMES = ("diagonal_general", "diagonal_fast", "general_nsi_general", "general_ns
 SMALL = dict(n_T=100, window=(150, 450), signals=("7Be_862", "pep", "13N"), backgrounds=("210Bi", "85Kr", "210Po"))
 #: configurations whose test takes more than 5 s on 2 cores (a minute or more for the last three):
 #: the slow job
-SLOW = {"diagonal_general", "general_nsi_fast", "floating_general",
+SLOW = {"diagonal_general", "diagonal_fast", "general_nsi_fast", "floating_general",
         "general_nsi_propagation_daynight", "phase3_fast", "phase3_general_nsi"}
 RTOL = 1e-12
 

@@ -551,6 +551,7 @@ def test_a_scintillator_data_file_of_the_wrong_length_fails_before_the_model_is_
         build_spec(load_spec(tmp_path / "s.toml"))
 
 
+@pytest.mark.slow
 def test_a_latitude_of_zero_reaches_the_model(tmp_path):
     """latitude = 0 (the equator) is a latitude, not a missing one: the night-time state differs from
     the default's (an earlier filter of falsy values dropped it)."""

@@ -422,6 +422,7 @@ def test_a_template_of_the_wrong_length_names_the_templates_axis(tmp_path):
         build_spec(load_spec(tmp_path / "a.toml"))
 
 
+@pytest.mark.slow
 def test_a_profile_names_the_points_whose_fit_did_not_converge(tmp_path):
     """A profile fit cut short (max_iter = 1) is named in the answer (not_converged, a warning),
     left out of the regions, and no RuntimeWarning reaches the user beside it."""
