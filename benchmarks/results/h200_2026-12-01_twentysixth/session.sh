@@ -3,7 +3,7 @@
 # wheels in .whl/ and bfd2c80's nuejax/ in .ab_before/ (`git archive bfd2c80 nuejax | tar -x -C
 # .ab_before`):   OUT=... bash benchmarks/results/h200_2026-12-01_twentysixth/session.sh WHAT
 # WHAT:
-#   xenonnt  `nuejax xenonnt` before the solver change (bfd2c80, first on PYTHONPATH) and after it
+#   xenonnt  (and borexino) `nuejax xenonnt` (`nuejax borexino`) before the solver change (bfd2c80, first on PYTHONPATH) and after it
 #            (this checkout), alternated on one machine: first runs on empty cache folders, then two
 #            warm runs each, with compile logs (timings/compile_log.py)
 #   combine  the same for `nuejax combine`, then one warm run of each with its stages in turn
@@ -33,7 +33,7 @@ log() { # label cache limit [--set ...]
 }
 WHAT=$1
 case $1 in
-  xenonnt|combine)
+  xenonnt|combine|borexino)
     export CMD=$1
     lim=$([ "$1" = combine ] && echo 200 || echo 120)
     rm -rf /tmp/c_a_$1 /tmp/c_b_$1
