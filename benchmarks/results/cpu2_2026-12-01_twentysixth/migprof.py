@@ -1,6 +1,6 @@
 import sys, time, warnings, cProfile, pstats
 sys.path.insert(0, "benchmarks")
-import common
+import common  # noqa: F401  (puts the repository root on sys.path)
 import jax
 jax.config.update("jax_enable_x64", True)
 import nuejax.cache; nuejax.cache.enable_compilation_cache()

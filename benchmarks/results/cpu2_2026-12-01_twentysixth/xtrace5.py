@@ -1,6 +1,6 @@
 import nuejax; nuejax.enable_x64()
 import nuejax.cache; nuejax.cache.enable_compilation_cache()
-import jax, jax.numpy as jnp, numpy as np, time
+import jax, numpy as np
 from nuejax.analyses.xenonnt import xenonnt_sr0_model
 from nuejax.model.fast import fast_model
 from nuejax.inference.problem import FitProblem
