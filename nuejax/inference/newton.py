@@ -13,29 +13,18 @@ Hessian so that a ¹⁴C rate of 10⁶ and a normalisation of 1 are treated alik
    negative curvature it goes downhill instead of towards the saddle; where the gradient vanishes
    at a saddle (e.g. :math:`\mu_\nu = 0`, where -2 ln L depends on :math:`\mu_\nu^2`) a step along
    the most negative curvature direction, pointing into the feasible region, is added: it tops
-   the step along that direction up to :math:`1/(1+\lambda)` scaled units (at most the trust
-   region's radius, below) where the saddle-free
+   the step along that direction up to :math:`1/(1+\lambda)` scaled units where the saddle-free
    step is shorter, and adds nothing where it is longer (a full unit added to a step that already
    went downhill overshot: the XENONnT μ_ν fits from μ_ν = 0 were rejected 7 times in a row).
-3. **Projection and acceptance.** Free coordinates the step takes out of the box stop on their
+3. **Projection and damping.** Free coordinates the step takes out of the box stop on their
    bound and the others' step is solved again with them held there (the subspace Newton step of
    L-BFGS-B: Byrd, Lu, Nocedal & Zhu, *SIAM J. Sci. Comput.* 16 (1995) 1190), where that
-   subspace's Hessian is positive definite; the new point is clipped to the box; it is accepted if
-   -2 ln L does not increase, or rises by less than ``edm_tol`` (rounding, near the minimum) while
-   the EDM falls, otherwise rejected.
-4. **Step length: a trust region** of radius r in scaled units (Nocedal & Wright, *Numerical
-   Optimization*, 2nd ed., Ch. 4). λ is the smallest damping, at least a floor that starts at
-   10⁻³ and falls fivefold with every accepted step to 10⁻¹², whose saddle-free step is at most
-   r long (Newton's method on :math:`1/\|\delta(\lambda)\| - 1/r`, ibid. Algorithm 4.3, on the
-   eigenvalues at hand). r starts unbounded; a rejected step sets it to a quarter of that step's
-   length (a larger λ turns the step towards a scaled gradient step, a descent direction of the
-   projected problem); an accepted step that gained less than a quarter of the quadratic model's
-   prediction halves it, and one that reached it and gained more than three quarters doubles it.
-   Damping that multiplied λ on a rejection (by 10, to at least 1) instead crawled along flat,
-   curved valleys: there the Hessian's smallest scaled eigenvalue is 10⁻⁷ (the paper workload's
-   four NSI couplings), and λ = 1 shortened the step along the valley to 10⁻⁶ of its length, so
-   the damping cycled between an overshoot and a crawl (benchmarks/NOTES.md: none of that
-   workload's eight starts met the EDM tolerance in 400 iterations, six of them now).
+   subspace's Hessian is positive definite; the new point is clipped to the box; it is accepted if -2 ln L
+   does not increase, or rises by less than ``edm_tol`` (rounding, near the minimum) while the
+   EDM falls (then :math:`\lambda \to \lambda/5`), otherwise rejected
+   (:math:`\lambda \to \max(10\lambda, 1)`, which shortens the step towards a scaled gradient
+   step, a descent direction of the projected problem; the scaled Hessian's diagonal is ±1, so a
+   smaller λ hardly shortens it: from λ = 10⁻⁵ a rejected step took six rejections to halve).
 
 **Convergence is a KKT test** (:func:`kkt`), evaluated at every accepted point: with the
 *binding* set B = {on a bound, gradient pointing outward (≥ 0 multiplier)}, the Hessian on the
@@ -66,12 +55,11 @@ __all__ = ["NewtonResult", "minimize_bounded", "newton_minimize", "kkt", "STATUS
 STATUS = {
     0: "converged: KKT conditions hold (EDM below tolerance, Hessian positive definite on the free subspace)",
     1: "iteration limit reached before the KKT test passed",
-    2: "no further decrease possible (trust region shrunk to nothing) before the KKT test passed",
+    2: "no further decrease possible (damping at its ceiling) before the KKT test passed",
     3: "-2 ln L is not finite at the start",
 }
 _PD_RTOL = 1e-10
-#: a trust region (scaled units) below this after a rejected step ends the run (status 2)
-_RADIUS_MIN = 1e-12
+_LAMBDA_MAX = 1e14
 
 
 class NewtonResult(NamedTuple):
@@ -109,27 +97,6 @@ def _masked_eigh(Hs, free):
     Hm = jnp.where(both, Hs, 0.0) + jnp.diag(jnp.where(free, 0.0, 1.0))
     Hm = 0.5 * (Hm + Hm.T)
     return jnp.linalg.eigh(jnp.where(jnp.isfinite(Hm), Hm, 0.0))
-
-
-def _trust_damping(p, a, lam, r, n_iter=6):
-    """The damping l >= ``lam`` whose step ``-p / (a + l)`` (eigen-coordinates, ``a`` =
-    |eigenvalues| >= 0) is ``r`` long, or ``lam`` where that step is shorter: the trust-region
-    step of the saddle-free model (Nocedal & Wright, *Numerical Optimization*, 2nd ed., Sec. 4.3
-    and Algorithm 4.3: Newton's method on 1/|step(l)| - 1/r, which is concave in l, so that from
-    the left it approaches the root without passing it; ``n_iter`` iterations leave the step at
-    most a few per cent longer than ``r``)."""
-    tiny = jnp.finfo(p.dtype).tiny
-
-    def norm_and_slope(l):
-        q = p / (a + l)
-        n = jnp.sqrt(jnp.sum(q * q))
-        return n, jnp.sum(q * q / (a + l)) / jnp.maximum(n, tiny) ** 3  # n and d(1/n)/dl
-
-    l = lam
-    for _ in range(n_iter):
-        n, dphi = norm_and_slope(l)
-        l = jnp.where(n > r, l - (1.0 / n - 1.0 / r) / jnp.where(dphi > 0, dphi, 1.0), l)
-    return l
 
 
 def kkt(x, g, H, lower, upper, *, edm_tol=1e-8, scale=None, pinned=None):
@@ -260,17 +227,14 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         free = ~active
         w, V = _masked_eigh(Hs, free)
         gf = jnp.where(free, gs, 0.0)
-        p = V.T @ gf
-        lam = _trust_damping(p, jnp.abs(w), lam, st["r"])
-        step = -V @ (p / (jnp.abs(w) + lam))
+        step = -V @ ((V.T @ gf) / (jnp.abs(w) + lam))
         # negative curvature: push along the lowest eigenvector, downhill, else into the box
         v = V[:, 0]
         slope = gf @ v
         inward = jnp.sum(jnp.where(x <= lower, v, 0.0)) - jnp.sum(jnp.where(x >= upper, v, 0.0))
         sign = jnp.where(jnp.abs(slope) > 1e-12, -jnp.sign(slope), jnp.where(inward >= 0, 1.0, -1.0))
-        # topped up to 1/(1 + lam) scaled units (at most the radius) along v where the saddle-free
-        # step is shorter
-        push = jnp.maximum(jnp.minimum(1.0 / (1.0 + lam), st["r"]) - jnp.abs(slope) / (jnp.abs(w[0]) + lam), 0.0)
+        # topped up to 1/(1 + lam) scaled units along v where the saddle-free step is shorter
+        push = jnp.maximum(1.0 / (1.0 + lam) - jnp.abs(slope) / (jnp.abs(w[0]) + lam), 0.0)
         step = step + jnp.where(w[0] < -_PD_RTOL, sign * v * push, 0.0)
         step = jnp.where(free, step, -gs / (1.0 + lam))
         # Free coordinates the step takes out of the box stop on their bound, and the step of the
@@ -328,27 +292,15 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
 
         # phase 1: a Newton step, accepted if -2 ln L does not increase. Within edm_tol of the
         # minimum, differences of -2 ln L reach its rounding (the paper workload's bins hold 1e7
-        # counts: ~1e-8), and comparing values alone rejected good steps until the step length
-        # reached nothing; there a step that lowers the EDM is taken as well.
+        # counts: ~1e-8), and comparing values alone rejected good steps until the damping hit
+        # its ceiling; there a step that lowers the EDM is taken as well.
         ok = finite & ((f_y <= st["f"]) | ((f_y <= st["f"] + edm_tol) & (edm_y < st["edm"])))
         keep = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
-        # The trust region (scaled units; module docstring): a rejected step quarters it; an
-        # accepted one that gained less than a quarter of the quadratic model's prediction halves
-        # it (not where the prediction is within edm_tol: there -2 ln L's differences are
-        # rounding), one that reached it and gained at least three quarters doubles it.
-        d = (y - st["x"]) / s_n
-        d_norm = jnp.sqrt(jnp.sum(d * d))
-        Hs_n = jnp.where(jnp.isfinite(st["H"]), st["H"], 0.0) * s_n[:, None] * s_n[None, :]
-        pred = -((st["g"] * s_n) @ d + 0.5 * d @ Hs_n @ d)
-        actual = st["f"] - f_y
-        rho = jnp.where(pred > 0, actual / jnp.where(pred > 0, pred, 1.0), jnp.where(actual > 0, 1.0, 0.0))
-        r_ok = jnp.where((rho < 0.25) & (pred > edm_tol), 0.5 * d_norm,
-                         jnp.where((rho > 0.75) & (d_norm >= 0.8 * st["r"]), 2.0 * st["r"], st["r"]))
-        r = jnp.where(ok, r_ok, 0.25 * d_norm)
-        lam = jnp.where(ok, jnp.maximum(st["lam"] / 5.0, 1e-12), st["lam"])
+        # a rejection shortens the next step at least by half (the scaled Hessian's diagonal is ±1)
+        lam = jnp.where(ok, jnp.maximum(st["lam"] / 5.0, 1e-12), jnp.maximum(st["lam"] * 10.0, 1.0))
         st1 = dict(st, x=keep(y, st["x"]), f=keep(f_y, st["f"]), g=keep(g_y, st["g"]), H=keep(H_y, st["H"]),
-                   lam=lam, r=r, s=s_n, edm=keep(edm_y, st["edm"]), it=st["it"] + 1,
-                   status=jnp.where(ok & conv_y, 0, jnp.where(~ok & (r < _RADIUS_MIN), 2, 1)),
+                   lam=lam, s=s_n, edm=keep(edm_y, st["edm"]), it=st["it"] + 1,
+                   status=jnp.where(ok & conv_y, 0, jnp.where(lam >= _LAMBDA_MAX, 2, 1)),
                    chk=jax.tree_util.tree_map(keep, chk, st["chk"]),
                    exact=st["exact"] | ~ok | (edm_y < APPROX_EDM_SWITCH))
 
@@ -381,8 +333,8 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
     zero = jnp.zeros((), dtype)
     chk0 = (jnp.zeros((), bool), jnp.asarray(jnp.inf, dtype), false, false, zero)
     init = dict(x=x0, f=jnp.asarray(jnp.inf, dtype), g=jnp.zeros(n, dtype), H=jnp.zeros((n, n), dtype),
-                lam=jnp.asarray(1e-3, dtype=dtype), r=jnp.asarray(jnp.inf, dtype), s=s_start, status=jnp.asarray(1),
-                it=jnp.asarray(0), edm=jnp.asarray(jnp.inf, dtype), chk=chk0, phase=jnp.asarray(0),
+                lam=jnp.asarray(1e-3, dtype=dtype), s=s_start, status=jnp.asarray(1), it=jnp.asarray(0),
+                edm=jnp.asarray(jnp.inf, dtype), chk=chk0, phase=jnp.asarray(0),
                 exact=jnp.asarray(hessian_split is None))
     st = jax.lax.while_loop(cond, body, init)
     converged, edm, at_lo, at_hi, min_eig = st["chk"]
