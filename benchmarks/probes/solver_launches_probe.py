@@ -77,7 +77,7 @@ def main(argv=None):
     L = np.array(launches, dtype=float)
     print(f"launches {len(L)}, largest iterations summed {int(L[:, 2].sum())}, row iterations {int(L[:, 3].sum())}, "
           f"rows {int(L[:, 1].sum())}, converged {int(L[:, 4].sum())}")
-    print([(round(t, 3), int(n), int(m), int(s), int(c)) for t, n, m, s, c in L])
+    print([(round(float(t), 3), int(n), int(m), int(s), int(c)) for t, n, m, s, c in L])
     if a.npz:
         np.savez(a.npz, *rows)
 
