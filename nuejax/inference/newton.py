@@ -342,10 +342,11 @@ def minimize_bounded(fun, x0, args, lower, upper, *, max_iter: int = 100, edm_to
         ok = finite & ((f_y <= st["f"]) | ((f_y <= st["f"] + edm_tol) & (edm_y < st["edm"])))
         keep = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
         # A rejected step sets the radius of the next one to a quarter of its length (scaled
-        # units), which sets its damping (module docstring, 4.); an accepted one drops it.
+        # units), which sets its damping (module docstring, 4.); an accepted one drops it. A
+        # length that is not finite ends the run (radius 0: status 2) instead of repeating it.
         d = (y - st["x"]) / s_n
         d_norm = jnp.sqrt(jnp.sum(d * d))
-        r = jnp.where(ok, jnp.inf, 0.25 * d_norm)
+        r = jnp.where(ok, jnp.inf, jnp.where(jnp.isfinite(d_norm), 0.25 * d_norm, 0.0))
         lam = jnp.where(ok, jnp.maximum(lam_n / 5.0, 1e-12), lam_n)
         st1 = dict(st, x=keep(y, st["x"]), f=keep(f_y, st["f"]), g=keep(g_y, st["g"]), H=keep(H_y, st["H"]),
                    lam=lam, r=r, s=s_n, edm=keep(edm_y, st["edm"]), it=st["it"] + 1,
