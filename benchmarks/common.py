@@ -1,5 +1,5 @@
-"""What the benchmark scripts share: their paths, the import preamble, the command-line parser and
-``run.py``'s timing statistics.
+"""What the benchmark scripts share: their paths, the import preamble, the command-line parser,
+``run.py``'s timing statistics and the timing of the solver's launches.
 
 A script in a subfolder (``timings/``, ``probes/``, ``accuracy/``) starts with the two lines
 
@@ -14,6 +14,7 @@ nor numpy.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -68,3 +69,31 @@ def call_stats_with_first(fn, *args, n=30) -> dict:
 def median_ms(fn, *args, n=50) -> float:
     """The median of :func:`call_stats`, in ms."""
     return call_stats(fn, *args, n=n)["median_ms"]
+
+
+@contextlib.contextmanager
+def timed_solver_launches():
+    """Time every launch of the fits' solver program (``nuejax.inference.fitting.row_solver``)
+    while the block runs: yields a list that gains ``(seconds, result)`` per launch, the seconds to
+    the launch's end (``block_until_ready``), the result its rows' ``NewtonResult``."""
+    import jax
+
+    from nuejax.inference import fitting
+
+    launches, solver = [], fitting.row_solver
+
+    def timing(*args, **kw):
+        f = solver(*args, **kw)
+
+        def call(*operands):
+            t = time.perf_counter()
+            r = jax.block_until_ready(f(*operands))
+            launches.append((time.perf_counter() - t, r))
+            return r
+        return call
+
+    fitting.row_solver = timing
+    try:
+        yield launches
+    finally:
+        fitting.row_solver = solver

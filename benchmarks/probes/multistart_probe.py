@@ -71,27 +71,12 @@ def main(argv=None):
         t0 = time.perf_counter()
         fitting.multistart(s)
         first = time.perf_counter() - t0
-        launches = []
         fixed = jnp.zeros(0, dtype=s.values.dtype)
-        orig = fitting.row_solver
-
-        def counting(*args, **kw):
-            f = orig(*args, **kw)
-
-            def call(*a2):
-                t = time.perf_counter()
-                r = jax.block_until_ready(f(*a2))
-                launches.append(time.perf_counter() - t)
-                return r
-            return call
-
-        fitting.row_solver = counting
-        try:
+        with common.timed_solver_launches() as timed:
             t0 = time.perf_counter()
             best, n, minima, _ = fitting.multistart(s)
             whole = time.perf_counter() - t0
-        finally:
-            fitting.row_solver = orig
+        launches = [seconds for seconds, _ in timed]
         res = fitting.solve_rows(s, x0s)
         t_one = _best_time(lambda: fitting.solve_rows(s, x0s[:1]), a.repeat)
         r_one = jax.tree_util.tree_map(lambda v: v[0], fitting.solve_rows(s, x0s[:1]))

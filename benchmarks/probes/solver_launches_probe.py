@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common
-import common  # noqa: E402, F401  (puts the repository root on sys.path too)
+import common  # noqa: E402  (puts the repository root on sys.path too)
 
 import nuejax  # noqa: E402
 
@@ -29,11 +29,9 @@ import nuejax.cache  # noqa: E402
 
 nuejax.cache.enable_compilation_cache()
 
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from nuejax.analyses import combine_run  # noqa: E402
-from nuejax.inference import fitting  # noqa: E402
 
 
 def main(argv=None):
@@ -43,24 +41,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     print("nuejax from", nuejax.__file__, flush=True)
-    launches, rows = [], []
-    solver = fitting.row_solver
-
-    def counting(*args, **kw):
-        f = solver(*args, **kw)
-
-        def call(*operands):
-            t = time.perf_counter()
-            r = jax.block_until_ready(f(*operands))
-            it = np.asarray(r.n_iter)
-            launches.append((time.perf_counter() - t, it.size, int(it.max()), int(it.sum()),
-                             int(np.sum(np.asarray(r.converged)))))
-            rows.append(np.stack([it.astype(float), np.asarray(r.fun, dtype=float), np.asarray(r.status, dtype=float)]))
-            return r
-        return call
-
-    fitting.row_solver = counting
-    try:
+    with common.timed_solver_launches() as timed:
         t0 = time.perf_counter()
         models, data, _ = combine_run._models(print)
         print(f"models {time.perf_counter() - t0:.2f} s", flush=True)
@@ -72,8 +53,11 @@ def main(argv=None):
             _, per = combine_run._eps_regions(models, data, True, print, False)
             out = {k: v["eps_region_90_points"] for k, v in per.items()}
         print(f"stage {a.stage} {time.perf_counter() - t0:.2f} s {out}")
-    finally:
-        fitting.row_solver = solver
+    launches, rows = [], []
+    for seconds, r in timed:
+        it = np.asarray(r.n_iter)
+        launches.append((seconds, it.size, int(it.max()), int(it.sum()), int(np.sum(np.asarray(r.converged)))))
+        rows.append(np.stack([it.astype(float), np.asarray(r.fun, dtype=float), np.asarray(r.status, dtype=float)]))
     L = np.array(launches, dtype=float)
     print(f"launches {len(L)}, largest iterations summed {int(L[:, 2].sum())}, row iterations {int(L[:, 3].sum())}, "
           f"rows {int(L[:, 1].sum())}, converged {int(L[:, 4].sum())}")
