@@ -1,0 +1,43 @@
+#!/bin/bash
+# Device calls of the twenty-eighth session (one H200), from the repository root with the wheels
+# in .whl/ and 990f49a's nuejax/ in .ab_before/ (`git archive 990f49a nuejax | tar -x -C .ab_before`):
+#     OUT=... bash benchmarks/results/h200_2026-12-01_twentyeighth/session.sh WHAT
+# WHAT:
+#   mu     the mu_nu stage of `nuejax combine` with every solver launch recorded
+#          (probes/solver_launches_probe.py mu --npz), before (.ab_before first on PYTHONPATH) and
+#          after (this checkout), alternated: first runs on empty cache folders, then warm runs;
+#          then toy fits/s (timings/toy_throughput.py --no-belts --rows 65536) before and after
+#   other  any of the twenty-sixth session's cases (results/h200_2026-12-01_twentysixth/session.sh),
+#          passed on: tp, xenonnt, combine, borexino, migrad [one], med
+# Everything is written to /tmp/s28 and returned as one tar archive (the device returns few files).
+set -u
+export PYTHONPATH=/tmp/site:$PWD
+[ -d .whl ] && { ls /tmp/site/iminuit >/dev/null 2>&1 || pip install -q --no-deps --target /tmp/site .whl/*.whl 2>/dev/null; }
+dir=/tmp/s28; mkdir -p "$dir"
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "cores $(nproc)";
+  python -c "import jax; print(jax.default_backend(), jax.__version__)"; date -u; git log --oneline -1; } > "$dir/info.txt"
+pack() { tar czf "$OUT/s28.tgz" -C "$dir" .; }
+case $1 in
+  mu)
+    for run in first warm; do
+      for side in before after; do
+        pre=(); [ $side = before ] && pre=(env PYTHONPATH=$PWD/.ab_before:$PYTHONPATH)
+        t0=$(date +%s.%N)
+        NUEJAX_CACHE_DIR=/tmp/c_mu_$side timeout 280 "${pre[@]}" python benchmarks/probes/solver_launches_probe.py mu \
+          --npz "$dir/mu_${side}_$run.npz" > "$dir/mu_${side}_$run.txt" 2>&1
+        echo "mu $side $run rc=$? wall=$(python -c "import time; print(round(time.time()-$t0,2))")" >> "$dir/walls.txt"
+        pack
+      done
+    done
+    for side in before after; do
+      pre=(); [ $side = before ] && pre=(env PYTHONPATH=$PWD/.ab_before:$PYTHONPATH)
+      NUEJAX_CACHE_DIR=/tmp/c_tp_$side timeout 120 "${pre[@]}" python benchmarks/timings/toy_throughput.py --no-belts \
+        --rows 65536 --compilation-cache /tmp/c_tp_$side/jax --json "$dir/tp_$side.json" > "$dir/tp_$side.txt" 2>&1
+      python -c "import json; d=json.load(open('$dir/tp_$side.json')); print('tp $side', d['compile_s'], d['seconds'], d['toy_fits_per_s'])" >> "$dir/walls.txt" 2>&1
+      pack
+    done ;;
+  *)
+    OUT=$dir bash benchmarks/results/h200_2026-12-01_twentysixth/session.sh "$@"
+    for f in "$dir"/s26_*.tgz; do [ -f "$f" ] && mkdir -p "$dir/${1}" && tar xzf "$f" -C "$dir/$1" && rm "$f"; done ;;
+esac
+pack
