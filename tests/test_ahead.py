@@ -143,3 +143,61 @@ def test_stages_run_beside_give_the_same_numbers_and_lines_in_order(monkeypatch)
     assert lines == ["[1/3] first", "[2/3] 2/3", "      2/3 done", "[3/3] 3/3", "      3/3 done"]
     assert set(clock.starts) == {"1/3", "2/3", "3/3"}
     assert clock.starts["2/3"] <= clock.elapsed() and clock.starts["3/3"] <= clock.elapsed()
+
+
+def test_each_beside_keeps_the_items_order_and_raises_after_all_ended(monkeypatch):
+    """nuejax combine fits its three models beside each other inside a stage (each_beside): the
+    results and the lines come in the items' order whichever call ends first; a call's error is
+    raised once every call has ended; where nothing may run beside, every call runs in the
+    caller's thread and says its lines as they come; a stage run beside splits its own work the
+    same way (a branch of a branch)."""
+    import threading
+    import time
+
+    from nuejax.analyses._clock import StageClock, each_beside
+
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 4)
+    threads, ended = {}, []
+
+    def fn(key, delay, say):
+        say(f"{key} starts")
+        time.sleep(delay)
+        threads[key] = threading.get_ident()
+        ended.append(key)
+        say(f"{key} ends")
+        return key * 2
+
+    lines = []
+    clock = StageClock(lines.append)
+    out = each_beside(clock, fn, {"a": 0.3, "b": 0.0, "c": 0.1}, min_spare=3)
+    assert list(out.items()) == [("a", "aa"), ("b", "bb"), ("c", "cc")]
+    assert ended[-1] == "a" and threads["b"] != threads["a"] != threads["c"]  # b and c ended first, beside
+    assert lines == ["a starts", "a ends", "b starts", "b ends", "c starts", "c ends"]
+
+    branch = clock.branch()  # a stage run beside, whose lines the clock says later
+    assert list(each_beside(branch, fn, {"x": 0.1, "y": 0.0}, min_spare=3)) == ["x", "y"]
+    assert [m for _, m in branch.lines] == ["x starts", "x ends", "y starts", "y ends"]
+
+    def broken(key, delay, say):
+        if key == "b":
+            raise ValueError("the model's own error")
+        return fn(key, delay, say)
+
+    ended.clear()
+    with pytest.raises(ValueError, match="the model's own error"):
+        each_beside(clock, broken, {"a": 0.0, "b": 0.0, "c": 0.3}, min_spare=3)
+    assert sorted(ended) == ["a", "c"]  # c, the slowest, had ended
+
+    lines.clear()
+    heard = []  # in turn: each line reaches the callback while the next call has not started
+
+    def live(key, delay, say):
+        heard.append((key, list(lines)))
+        return fn(key, delay, say)
+
+    assert list(each_beside(clock, live, {"a": 0.0, "b": 0.0}, min_spare=3, allowed=False)) == ["a", "b"]
+    assert heard[1] == ("b", ["a starts", "a ends"]) and threads["a"] == threads["b"] == threading.get_ident()
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 2)  # too few cores: in turn too
+    assert list(each_beside(clock, fn, {"a": 0.0, "b": 0.0}, min_spare=3)) == ["a", "b"]
+    assert threads["b"] == threading.get_ident()

@@ -31,7 +31,7 @@ import jax
 
 from ..cache import env_switch
 
-__all__ = ["ENV_AHEAD", "ahead", "beside", "spare_cores", "wait"]
+__all__ = ["BESIDE_WORKERS", "ENV_AHEAD", "ahead", "beside", "spare_cores", "wait"]
 
 _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
@@ -87,6 +87,12 @@ def ahead(fn, *args, **kwargs) -> Future | None:
     return _submit(_pool("ahead", 1), _quiet, fn, args, kwargs)
 
 
+#: Threads of :func:`beside` (read when the first is started): ``nuejax combine`` on an accelerator
+#: runs its ε and mediator stages beside the μ_ν stage and, inside each stage, the three models'
+#: fits beside each other; work beyond this many waits for a thread.
+BESIDE_WORKERS = 4
+
+
 def beside(fn, *args, min_spare: int = 1, **kwargs) -> Future | None:
     """Run ``fn(*args, **kwargs)`` in a thread of its own, beside the caller's work: real work,
     whose result (or error) the future's ``result()`` returns (raises). None, and the caller runs
@@ -100,7 +106,7 @@ def beside(fn, *args, min_spare: int = 1, **kwargs) -> Future | None:
         InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
     if not env_switch(ENV_AHEAD) or spare_cores() < min_spare:
         return None
-    return _submit(_pool("beside", 4), _run_with, fn, args, kwargs)
+    return _submit(_pool("beside", BESIDE_WORKERS), _run_with, fn, args, kwargs)
 
 
 def wait(future: Future | None) -> None:

@@ -14,7 +14,7 @@ from concurrent.futures import wait
 
 from .._internal.ahead import beside
 
-__all__ = ["StageBranch", "StageClock", "with_stages_beside"]
+__all__ = ["StageBranch", "StageClock", "each_beside", "with_stages_beside"]
 
 
 class StageClock:
@@ -60,6 +60,15 @@ class StageBranch:
     def __call__(self, msg: str) -> None:
         self.lines.append((round(self._parent.elapsed(), 3), msg))
 
+    def branch(self) -> "StageBranch":
+        """A branch of this branch (work split again inside a stage run beside): its lines join
+        this one's with :meth:`replay`, times on the same clock."""
+        return StageBranch(self._parent)
+
+    def replay(self, branch: "StageBranch") -> None:
+        """Keep ``branch``'s lines after this one's."""
+        self.lines.extend(branch.lines)
+
 
 def with_stages_beside(say: StageClock, main, stages: dict, *, min_spare: int, allowed: bool = True):
     """``main()`` with the independent ``stages`` ({key: ``fn(say, in_turn)``}) beside it, each in a
@@ -84,3 +93,33 @@ def with_stages_beside(say: StageClock, main, stages: dict, *, min_spare: int, a
         else:
             out[k] = fn(say, True)
     return first, out
+
+
+def each_beside(say, fn, items: dict, *, min_spare: int, allowed: bool = True) -> dict:
+    """``{key: fn(key, value, say_k)}`` for every item of ``items``: the first in this thread, each
+    other in a thread of its own (:func:`~nuejax._internal.ahead.beside`, where ``allowed`` and
+    ``min_spare`` cores are to spare; else in this thread, in order, after the first). Where any
+    runs beside, each call says its lines into a branch of ``say`` (a :class:`StageClock` or
+    :class:`StageBranch`), said after every call has ended, in ``items``' order, so the output
+    does not depend on which ended first; where none does, the calls say them to ``say`` as they
+    come. On an accelerator the fits of independent models then compile side by side
+    and their launches fill each other's gaps. Every call beside has ended before this returns or
+    raises."""
+    keys = list(items)
+    branches = {k: say.branch() for k in keys}
+    running = {k: beside(fn, k, items[k], branches[k], min_spare=min_spare) if allowed and i else None
+               for i, k in enumerate(keys)}
+    if all(f is None for f in running.values()):  # all in turn here: lines said as they come
+        return {k: fn(k, items[k], say) for k in keys}
+    out = {}
+    try:
+        for k in keys:
+            if running[k] is None:
+                out[k] = fn(k, items[k], branches[k])
+    finally:
+        wait([f for f in running.values() if f is not None])
+    for k in keys:
+        if running[k] is not None:
+            out[k] = running[k].result()
+        say.replay(branches[k])
+    return {k: out[k] for k in keys}

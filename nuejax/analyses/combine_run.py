@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from concurrent.futures import wait
 from pathlib import Path
 
 import jax
@@ -27,7 +28,8 @@ import numpy as np
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
 from ..model.combine import combine
 from ..model.fast import fast_model
-from ._clock import StageClock, with_stages_beside
+from .._internal.ahead import beside
+from ._clock import StageClock, each_beside, with_stages_beside
 from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
@@ -67,7 +69,9 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
 
     # The ε and mediator stages need only the models and the data: on an accelerator with cores to
     # spare they run beside the μ_ν stage (their programs trace, lower and compile side by side) and
-    # say their lines in order afterwards. In turn, each stage first drops the programs of the one
+    # say their lines in order afterwards; inside each stage the three models' fits run beside each
+    # other too (_each_model: on one H200 the first run 101.0 -> 87.2 s, warm 22.5 -> 20.2 s,
+    # benchmarks/NOTES.md). In turn, each stage first drops the programs of the one
     # before (jax.clear_caches), which keeps a long CPU run's JIT code memory bounded (LLVM ran out
     # of mappable memory after ~30 minutes of compiles); beside, nothing may be dropped while another
     # thread compiles, so a CPU runs them in turn. Warning filters as in nuejax.analyses.xenonnt_run:
@@ -78,7 +82,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         warnings.simplefilter("ignore", RuntimeWarning)
         (per, scans, expected), done = with_stages_beside(
             say, lambda: _mu_nu(models, data, say), stages, min_spare=BESIDE_MIN_SPARE,
-            allowed=BESIDE_ON_CPU or jax.default_backend() != "cpu")
+            allowed=_beside_allowed())
     regions, eps_per = done["eps"]
     curves = done["med"]
     for name in per:
@@ -130,25 +134,31 @@ def _models(say):
 
 
 def _mu_nu(models, data, say):
-    """Stage 2: μ_ν's profile for each experiment and the combination, and the combination's
-    expected limit (asymptotic CLs+b)."""
+    """Stage 2: μ_ν's profile for each experiment and the combination (:func:`_each_model`), and
+    the combination's expected limit (asymptotic CLs+b)."""
     say("[2/5] mu_nu: profiles of each experiment and of the combination")
-    per, scans = {}, {}
-    for name, m in models.items():
+
+    def one(name, m, say):
         mm = m.release("mu_nu")
         r = newton_fit(mm, data[name], one_sided=False, starts=1)
         s = profile_scan(mm, data[name], "mu_nu", MU_GRID, global_fit=r, n_iter=SCAN_ITER, starts=1)
         ul, two = s.upper_limit(0.9), s.interval(0.9).upper
-        scans[name] = s
-        per[name] = {"mu_nu_upper_90": None if ul is None else ul * 1e-11,
-                     "mu_nu_upper_90_two_sided": None if two is None else two * 1e-11,
-                     "mu_nu_best": float(r.params["mu_nu"]) * 1e-11, "fit_valid": bool(r.valid)}
-        say(f"      {name}: mu_nu < {per[name]['mu_nu_upper_90']} mu_B (one-sided q~), "
-            f"{per[name]['mu_nu_upper_90_two_sided']} (two-sided)")
-    # asymptotic: no toys, so no auxiliary measurement is redrawn (Borexino's 210Bi bound has none)
-    asym = cls_upper_limit(models["combined"].release("mu_nu"), data["combined"], "mu_nu", MU_TEST,
-                           resample_aux=False)
-    return per, scans, asym.expected_sb.get("0")
+        entry = {"mu_nu_upper_90": None if ul is None else ul * 1e-11,
+                 "mu_nu_upper_90_two_sided": None if two is None else two * 1e-11,
+                 "mu_nu_best": float(r.params["mu_nu"]) * 1e-11, "fit_valid": bool(r.valid)}
+        say(f"      {name}: mu_nu < {entry['mu_nu_upper_90']} mu_B (one-sided q~), "
+            f"{entry['mu_nu_upper_90_two_sided']} (two-sided)")
+        expected = None
+        if name == "combined":  # its program is the fit's: in the same thread (compiled once)
+            # asymptotic: no toys, so no auxiliary measurement is redrawn (Borexino's 210Bi bound has none)
+            asym = cls_upper_limit(mm, data[name], "mu_nu", MU_TEST, resample_aux=False)
+            expected = asym.expected_sb.get("0")
+        return entry, s, expected
+
+    done = _each_model(say, one, models, beside_ok=True)
+    per = {k: v[0] for k, v in done.items()}
+    scans = {k: v[1] for k, v in done.items()}
+    return per, scans, done["combined"][2]
 
 
 def _eps_regions(models, data, eps, say, in_turn):
@@ -160,17 +170,18 @@ def _eps_regions(models, data, eps, say, in_turn):
     if in_turn:
         jax.clear_caches()
     say("[3/5] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
-    regions, per = {}, {}
-    for name, m in models.items():
+
+    def one(name, m, say):
         mm = m.release("eps_ee_L", "eps_ee_R")
         r = newton_fit(mm, data[name], one_sided=False)
         s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r, n_iter=SCAN_ITER)
-        regions[name] = s2
         inside = np.asarray(s2.delta_chi2) < 4.605
-        per[name] = {"eps_region_90_points": int(inside.sum()),
-                     "eps_best": {"eps_ee_L": float(r.params["eps_ee_L"]), "eps_ee_R": float(r.params["eps_ee_R"])}}
         say(f"      {name}: {int(inside.sum())} of {inside.size} grid points inside")
-    return regions, per
+        return s2, {"eps_region_90_points": int(inside.sum()),
+                    "eps_best": {"eps_ee_L": float(r.params["eps_ee_L"]), "eps_ee_R": float(r.params["eps_ee_R"])}}
+
+    done = _each_model(say, one, models, beside_ok=not in_turn)
+    return {k: v[0] for k, v in done.items()}, {k: v[1] for k, v in done.items()}
 
 
 def _mediator_curves(data, masses, calibration, say, in_turn):
@@ -180,18 +191,43 @@ def _mediator_curves(data, masses, calibration, say, in_turn):
         say("[4/5] (mediator curves skipped)")
         return {}
     say(f"[4/5] mediators: coupling limits at {masses.size} masses, each experiment and combined")
-    bx_med = ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True), calibration=calibration)[0])
-    xe_med, _ = xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)
+    # XENONnT's model builds beside Borexino's (where the stages may run beside each other)
+    build_xe = lambda: xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)[0]  # noqa: E731
+    xe_future = beside(build_xe, min_spare=BESIDE_MIN_SPARE) if _beside_allowed() and not in_turn else None
+    try:
+        bx_med = ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True), calibration=calibration)[0])
+    finally:  # the build beside ends before this stage does, whatever happened here
+        if xe_future is not None:
+            wait([xe_future])
+    xe_med = build_xe() if xe_future is None else xe_future.result()
     med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
     med = {"borexino": bx_med, "xenonnt": xe_med,
            "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}
-    curves = {}
-    for name, m in med.items():
-        if in_turn:  # each model's programs are its own (see run_combine)
-            jax.clear_caches()
+
+    def one(name, m, say):
         say(f"      {name}:")
-        curves[name] = mediator_curves(m, data[name], masses, say=say, **MEDIATOR_GRID)
-    return curves
+        return mediator_curves(m, data[name], masses, say=say, **MEDIATOR_GRID)
+
+    return _each_model(say, one, med, beside_ok=not in_turn, clear_each=in_turn)
+
+
+def _beside_allowed() -> bool:
+    """Whether work may run beside other work here (run_combine: not on a CPU unless BESIDE_ON_CPU)."""
+    return BESIDE_ON_CPU or jax.default_backend() != "cpu"
+
+
+def _each_model(say, one, models: dict, *, beside_ok: bool, clear_each: bool = False) -> dict:
+    """``{name: one(name, model, say)}`` for each model: beside each other where ``beside_ok`` and
+    work may run beside other work here (:func:`~nuejax.analyses._clock.each_beside`: each model's
+    programs compile, and its launches run, beside the others'; lines in the models' order), else
+    in turn, each model's programs dropped before the next one's where ``clear_each`` (see
+    run_combine)."""
+    def run(name, m, say):
+        if clear_each:
+            jax.clear_caches()
+        return one(name, m, say)
+
+    return each_beside(say, run, models, min_spare=BESIDE_MIN_SPARE, allowed=beside_ok and _beside_allowed())
 
 
 def _plots(outdir, scans, regions, curves):
