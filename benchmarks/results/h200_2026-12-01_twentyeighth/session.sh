@@ -14,6 +14,9 @@
 #   beside `nuejax combine` (timings/compile_log.py) before (.ab_before: here 613c48d) and after (each model's
 #          fits beside the others' inside a stage), alternated: first runs on empty cache folders,
 #          then warm runs twice: before, after, after with 8 threads beside (BESIDE_WORKERS=8)
+#   final  the paper workload's fit (timings/migrad_profile.py --repeat 5, the library's 8-start design)
+#          after (this checkout) and before (.ab_before: here 990f49a, the solver before 7c7ec0e);
+#          then the twenty-sixth session's xenonnt and borexino cases (before/after alternated)
 #   other  any of the twenty-sixth session's cases (results/h200_2026-12-01_twentysixth/session.sh),
 #          passed on: tp, xenonnt, combine, borexino, migrad [one], med
 # Everything is written to /tmp/s28 and returned as one tar archive (the device returns few files).
@@ -72,6 +75,20 @@ case $1 in
       PYTHONPATH=$B run before_warm$i /tmp/c_bb
       run after_warm$i /tmp/c_ba
       run after8_warm$i /tmp/c_ba --set nuejax._internal.ahead.BESIDE_WORKERS=8
+    done ;;
+  final)
+    for side in after before; do
+      pre=(); [ $side = before ] && pre=(env PYTHONPATH=$PWD/.ab_before:$PYTHONPATH)
+      NUEJAX_CACHE_DIR=/tmp/c_mg_$side timeout 150 "${pre[@]}" python benchmarks/timings/migrad_profile.py --repeat 5 \
+        --out "$dir/migrad_design_$side.json" > "$dir/migrad_design_$side.txt" 2>&1
+      echo "migrad design $side rc=$?" >> "$dir/walls.txt"
+      pack
+    done
+    for what in xenonnt borexino; do
+      OUT=$dir bash benchmarks/results/h200_2026-12-01_twentysixth/session.sh $what
+      mkdir -p "$dir/$what" && tar xzf "$dir/s26_$what.tgz" -C "$dir/$what" && rm "$dir/s26_$what.tgz"
+      rm -rf /tmp/s26
+      pack
     done ;;
   *)
     OUT=$dir bash benchmarks/results/h200_2026-12-01_twentysixth/session.sh "$@"
