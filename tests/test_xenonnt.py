@@ -117,6 +117,50 @@ def test_profile_scans_equal_one_profile_scan_per_mass(mediator_models):
         profile_scans(m, data, "zprime_coupling", grids[:2] + [grids[2][::-1]], {"zprime_mass": masses})
 
 
+@pytest.mark.slow
+def test_profile_scans_of_two_couplings_equal_a_call_per_coupling(mediator_models):
+    """profile_scans with a scanned parameter per case (both mediators' couplings in the same
+    launches, each case holding the other coupling at its value, zero) gives what one call per
+    coupling gives; mediators_limits of both equals mediator_limits of each."""
+    from nuejax.analyses.mediators import Q_REF, mediator_limits, mediator_model, mediators_limits
+    from nuejax.errors import ParameterError
+    from nuejax.inference.scan import profile_scans
+
+    fast = mediator_models[1]
+    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)
+    data = np.random.default_rng(5).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    m = mediator_model(fast, None)  # both couplings free from 0
+    masses = np.array([0.05, 2.0])
+    grids = [np.concatenate([[0.0], np.logspace(-1, 2.5, 5 + k) * (mm**2 + Q_REF)]) for k, mm in enumerate(masses)]
+    profile = tuple(n for n in m.parameters.free_names if n not in ("zprime_coupling", "phi_coupling"))
+    given = {"zprime_mass": np.tile(masses, 2), "phi_mass": np.tile(masses, 2)}
+    names = ["zprime_coupling"] * 2 + ["phi_coupling"] * 2
+    together = profile_scans(m, data, names, grids + grids, given, profile=profile, n_iter=60)
+    for c in ("zprime_coupling", "phi_coupling"):
+        apart = profile_scans(m, data, c, grids, {"zprime_mass": masses, "phi_mass": masses}, profile=profile,
+                              n_iter=60)
+        for s, one in zip(together[names.index(c):names.index(c) + 2], apart):
+            assert s.name == one.name == c
+            np.testing.assert_array_equal(s.values, one.values)
+            np.testing.assert_array_equal(s.converged, one.converged)
+            np.testing.assert_allclose(s.nll, one.nll, rtol=1e-10)
+            assert s.best == pytest.approx(one.best, rel=1e-6, abs=1e-9)
+    assert together[0].best != together[2].best or together[0].nll[1] != together[2].nll[1]  # two different scans
+    both = mediators_limits(m, data, ("zprime", "phi"), masses, ratios=np.logspace(-1, 2, 5), refine_points=4)
+    for md in ("zprime", "phi"):
+        one = mediator_limits(m, data, md, masses, ratios=np.logspace(-1, 2, 5), refine_points=4)
+        assert [r["passes"] for r in both[md]] == [r["passes"] for r in one]
+        for a, b in zip(both[md], one):
+            assert (a["product"] is None) == (b["product"] is None)
+            if a["product"] is not None:
+                assert a["product"] == pytest.approx(b["product"], rel=1e-8)
+    assert any(r["product"] is not None for r in both["phi"])
+    with pytest.raises(ParameterError, match="3 scanned names for 4 grids"):
+        profile_scans(m, data, names[:3], grids + grids, given, profile=profile)
+    with pytest.raises(ParameterError, match="not the scanned"):
+        profile_scans(m, data, names, grids + grids, {**given, "phi_coupling": np.zeros(4)}, profile=profile)
+
+
 def test_fast_mediators_need_both_mediators():
     from nuejax.errors import InputError
 

@@ -20,7 +20,7 @@ from ..model.physics_params import MEDIATOR_PARAMETERS
 from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
 
 __all__ = ["MEDIATOR_MASSES", "MEDIATOR_MODELS", "Q_REF", "RATIO_GRID", "SCAN_ITER", "mediator_curves",
-           "mediator_limit", "mediator_limits", "mediator_model", "plot_mediator_curves"]
+           "mediator_limit", "mediator_limits", "mediator_model", "mediators_limits", "plot_mediator_curves"]
 
 #: mediator masses [MeV]
 MEDIATOR_MASSES = np.logspace(-2, 2, 9)
@@ -48,37 +48,51 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
                     refine: bool = True, refine_points: int | None = None) -> list:
     """The one-sided ``cl`` upper limits (q̃, asymptotic: profile Δχ² = χ²₁ at 2 cl − 1) on the
     coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at each of
-    ``masses`` [MeV], every other free parameter profiled. ``model`` has the mediator's coupling
-    free (bounds from 0); its mass is held at each mass in turn (not profiled); the other
+    ``masses`` [MeV], every other free parameter profiled: :func:`mediators_limits` of one
+    mediator."""
+    return mediators_limits(model, data, (mediator,), masses, cl=cl, ratios=ratios, refine=refine,
+                            refine_points=refine_points)[mediator]
+
+
+def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=RATIO_GRID, refine: bool = True,
+                     refine_points: int | None = None) -> dict:
+    """``{mediator: limits}`` of :func:`mediator_limits` for each of ``mediators`` at each of
+    ``masses`` [MeV], every other free parameter profiled. ``model`` has the mediators' couplings
+    free (bounds from 0); a mediator's mass is held at each mass in turn (not profiled); the other
     mediators' couplings stay at their values (zero: :func:`mediator_model`), free or not, so that
-    every mediator's curves run one compiled program. Every mass's scan
+    every mediator's curves run one compiled program. Every mediator's and every mass's scan
     points run in the same batched launches (:func:`~nuejax.inference.scan.profile_scans`: the
-    mass pinned per row), one pass of launches for the coarse grids and one for the refinements.
+    masses and the other couplings pinned per row), one pass of launches for the coarse grids and
+    one for the refinements.
 
     The tested products are 0 and ``ratios`` × (m² + :data:`Q_REF`) (the contact scaling: limits
     on that ratio barely change with the mass); then, with ``refine``, ``refine_points`` (default:
     as many) points from the larger of the best fit and the last point below the threshold to the
     first point above it, right of the best fit. The best fit need not be at 0: where the data
     prefer a coupling, its minimum can be narrower than the coarse grid's step, which then has no
-    point below the threshold at all. Returns per mass ``{"product": y (absolute), "g": sqrt(y),
-    "best_product": ŷ, "delta_chi2_at_zero": Δχ²(y = 0), ...}``; ``product`` and ``g`` are None
-    where the profile does not cross right of the best fit inside the grid."""
-    c_name, m_name = MEDIATOR_PARAMETERS[mediator]
+    point below the threshold at all. Returns per mediator and mass ``{"product": y (absolute),
+    "g": sqrt(y), "best_product": ŷ, "delta_chi2_at_zero": Δχ²(y = 0), ...}``; ``product`` and
+    ``g`` are None where the profile does not cross right of the best fit inside the grid."""
+    mediators = tuple(dict.fromkeys(mediators))
     masses = np.atleast_1d(np.asarray(masses, dtype=float))
-    grids = [np.concatenate([[0.0], np.asarray(ratios, dtype=float) * (m ** 2 + Q_REF)]) for m in masses]
     ps = model.parameters
-    # the other mediators' couplings stay at their values (not profiled) and their masses are held
-    # with this one's (no effect at zero coupling): every mediator's scans run one program
+    # a case per mediator and mass: its coupling scanned, every mediator's mass held at the mass
+    # (no effect at zero coupling), the other couplings held at their values: one program
+    cases = [(md, m) for md in mediators for m in masses]
+    names = [MEDIATOR_PARAMETERS[md][0] for md, _ in cases]
+    grids = [np.concatenate([[0.0], np.asarray(ratios, dtype=float) * (m ** 2 + Q_REF)]) for _, m in cases]
     couplings = {c for c, _ in MEDIATOR_PARAMETERS.values()}
     profile = tuple(n for n in ps.free_names if n not in couplings)
-    held = dict.fromkeys([m_name] + [m for c, m in MEDIATOR_PARAMETERS.values() if m in ps.names and c in ps.names])
+    held = dict.fromkeys([MEDIATOR_PARAMETERS[md][1] for md in mediators]
+                         + [m for c, m in MEDIATOR_PARAMETERS.values() if m in ps.names and c in ps.names])
+    case_masses = np.array([m for _, m in cases])
 
     def given(ms):
         return {m: ms for m in held}
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        scans = profile_scans(model, data, c_name, grids, given(masses), profile=profile, n_iter=SCAN_ITER)
+        scans = profile_scans(model, data, names, grids, given(case_masses), profile=profile, n_iter=SCAN_ITER)
         at_zero = [float(np.asarray(s.delta_chi2)[0]) for s in scans]
         passes = [1] * len(scans)
         fine, which = [], []
@@ -92,16 +106,17 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
                 fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[j], n)])))
                 which.append(k)
         if which:
-            again = profile_scans(model, data, c_name, fine, given(masses[which]), profile=profile, n_iter=SCAN_ITER)
+            again = profile_scans(model, data, [names[k] for k in which], fine, given(case_masses[which]),
+                                  profile=profile, n_iter=SCAN_ITER)
             for k, s in zip(which, again):
                 scans[k], passes[k] = s, 2
-    out = []
-    for s, grid, z, p in zip(scans, grids, at_zero, passes):
+    out = {md: [] for md in mediators}
+    for (md, _), s, grid, z, p in zip(cases, scans, grids, at_zero, passes):
         ul = s.upper_limit(cl)
         prod = None if ul is None else float(ul) * MEDIATOR_COUPLING_UNIT
-        out.append({"product": prod, "g": None if prod is None else float(np.sqrt(prod)),
-                    "best_product": float(s.best) * MEDIATOR_COUPLING_UNIT, "delta_chi2_at_zero": z,
-                    "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": p})
+        out[md].append({"product": prod, "g": None if prod is None else float(np.sqrt(prod)),
+                        "best_product": float(s.best) * MEDIATOR_COUPLING_UNIT, "delta_chi2_at_zero": z,
+                        "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": p})
     return out
 
 
@@ -125,11 +140,10 @@ def mediator_curves(model, data, masses=MEDIATOR_MASSES, *, say=None, ratios=RAT
     mediators' parameters, fixed) and ``data``: per curve the masses, the limits on g (g_ν g_e = g²)
     and on the product, the best-fit product and Δχ² at zero coupling per mass, and how many scan
     points converged. ``ratios``, ``refine_points``: of :func:`mediator_limit`."""
-    by_mediator = {}
     mm = mediator_model(model, None, masses, ratios)
-    for mediator in dict.fromkeys(MEDIATOR_MODELS.values()):
-        by_mediator[mediator] = mediator_limits(mm, data, mediator, masses, ratios=ratios,
-                                                refine_points=refine_points)
+    # every mediator's scans in the same launches (XENONnT, three masses: 12 launches instead of 16)
+    by_mediator = mediators_limits(mm, data, tuple(MEDIATOR_MODELS.values()), masses, ratios=ratios,
+                                   refine_points=refine_points)
     out = {}
     for curve, mediator in MEDIATOR_MODELS.items():
         rows = by_mediator[mediator]

@@ -277,7 +277,7 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
     return _scan_result(name, values, res, g, s, time.perf_counter() - t0, passes, refitted)
 
 
-def profile_scans(model, data, name: str, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
+def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
                   profile=None, init: Mapping | None = None, aux=None, n_iter: int = SCAN_MAX_ITER,
                   chunk: int | None = None, max_iter: int = 100) -> list:
     """1-D profile scans of ``name``, one per case: case k holds each parameter of ``given`` at
@@ -285,25 +285,34 @@ def profile_scans(model, data, name: str, grids: Sequence[Sequence[float]], give
     (grids may differ in length), every other free parameter (or ``profile``) minimised; the same
     as :func:`profile_scan` at each case's values with ``starts=1``, but every case's points run in
     the same batched launches of the model's one scan program (:func:`scan_problem`; the held
-    parameters pinned per row), and so do the cases' global fits.
+    parameters pinned per row), and so do the cases' global fits. ``name`` may also give one
+    scanned parameter per case (a sequence as long as ``grids``): case k then scans ``name[k]`` and
+    holds the other scanned parameters at their values (not profiled), so that the scans of a
+    model's two mediator couplings, each holding the other at zero, share their launches too.
 
-    Each case's Δχ² is measured from its own minimum: the lower of the fit with ``name`` free at
-    that case's values (from the problem's start, every case in one launch, rows at the iteration
-    limit continued: :func:`~nuejax.inference.fitting.solve_continued`) and the case's lowest
-    converged point. Returns a :class:`ScanResult` per case (its ``seconds``: of the whole call).
+    Each case's Δχ² is measured from its own minimum: the lower of the fit with its scanned
+    parameter free at that case's values (from the problem's start, every case in one launch, rows
+    at the iteration limit continued: :func:`~nuejax.inference.fitting.solve_continued`) and the
+    case's lowest converged point. Returns a :class:`ScanResult` per case (its ``seconds``: of the
+    whole call).
 
     Raises:
         ParameterError: a held value outside its parameter's bounds or not finite, ``given``
-            arrays of different lengths or not one per grid, a bad grid (names the case).
+            arrays of different lengths or not one per grid, scanned names not one per grid or
+            among the held ones, a bad grid (names the case).
     """
     t0 = time.perf_counter()
-    held = tuple(given)
-    if not held or name in held:
-        raise ParameterError(f"profile_scans: give the held parameters' values per case (not {name} itself), "
-                             f"got {held}")
-    s = FitProblem.create(model, data, names=profile, fixed_names=(name, *held), init=init, aux=aux)
-    ps = s.model.parameters
     grids = list(grids)
+    names = (name,) * len(grids) if isinstance(name, str) else tuple(name)
+    if len(names) != len(grids):
+        raise ParameterError(f"profile_scans: {len(names)} scanned names for {len(grids)} grids: give one per grid")
+    scanned = tuple(dict.fromkeys(names))
+    held = tuple(given)
+    if not held or set(scanned) & set(held):
+        raise ParameterError(f"profile_scans: give the held parameters' values per case (not the scanned {scanned} "
+                             f"themselves), got {held}")
+    s = FitProblem.create(model, data, names=profile, fixed_names=(*scanned, *held), init=init, aux=aux)
+    ps = s.model.parameters
     held_values = np.zeros((len(grids), len(held)))
     for j, p in enumerate(held):
         v = np.asarray(given[p], dtype=float)
@@ -316,23 +325,29 @@ def profile_scans(model, data, name: str, grids: Sequence[Sequence[float]], give
                                  f"[{ps[p].lower}, {ps[p].upper}]")
         held_values[:, j] = v
     checked = []
-    for k, grid in enumerate(grids):
+    for k, (n, grid) in enumerate(zip(names, grids)):
         try:
-            checked.append(grid_values(ps, name, grid))
+            checked.append(grid_values(ps, n, grid))
         except ParameterError as err:
             raise ParameterError(f"profile_scans, case {k}: {err}") from err
     sizes = np.array([g.size for g in checked])
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     groups = np.repeat(np.arange(len(checked)), sizes)
-    points = np.column_stack([np.concatenate(checked), held_values[groups]])
+    # per case: its grid in its scanned parameter's column, the other scanned ones at their values
+    host = s.host_params()
+    others = np.array([[host[v] for v in scanned]] * len(checked))
+    own = np.array([[v == n for v in scanned] for n in names])
+    points = np.column_stack([np.where(own[groups], np.concatenate(checked)[:, None], others[groups]),
+                              held_values[groups]])
     neighbours = np.concatenate([np.where(grid_neighbours((int(m),)) >= 0, grid_neighbours((int(m),)) + o, -1)
                                  for m, o in zip(sizes, offsets)])
-    # the cases' global fits: the scan problem with only the held parameters pinned, one row per case
+    # the cases' global fits: the scan problem with the held parameters (and the other scanned
+    # ones) pinned, one row per case
     wide = scan_problem(s)
-    i_held = np.array([wide.names.index(p) for p in held], dtype=int)
+    i_held = np.array([wide.names.index(p) for p in (*scanned, *held)], dtype=int)
     mask, pinned = s.held_pins(len(checked))
-    mask[:, i_held] = True
-    pinned[:, i_held] = held_values
+    mask[:, i_held] = np.column_stack([~own, np.ones((len(checked), len(held)), dtype=bool)])
+    pinned[:, i_held] = np.column_stack([np.where(own, 0.0, others), held_values])
     x0 = np.where(mask, pinned, np.asarray(wide.start(), dtype=float)[None])
     t_fit = time.perf_counter()
     r = solve_continued(wide, x0, Pins(mask, pinned), max_iter=max_iter)
@@ -340,13 +355,13 @@ def profile_scans(model, data, name: str, grids: Sequence[Sequence[float]], give
     fits = [newton_result(wide, type(r)(*(np.asarray(a)[k] for a in r)), seconds, one_sided=False)
             for k in range(len(checked))]
     res, passes, refitted = profile_points(s, points, fits, neighbours, n_iter=n_iter, chunk=chunk,
-                                           label=f"scans {name}", groups=groups)
+                                           label=f"scans {'/'.join(scanned)}", groups=groups)
     seconds = time.perf_counter() - t0
     out = []
     for k, grid in enumerate(checked):
         sel = slice(int(offsets[k]), int(offsets[k] + sizes[k]))
         part = type(res)(*(np.asarray(a)[sel] for a in res))
-        out.append(_scan_result(name, grid, part, fits[k], s, seconds, passes, refitted[sel]))
+        out.append(_scan_result(names[k], grid, part, fits[k], s, seconds, passes, refitted[sel]))
     return out
 
 
