@@ -10,7 +10,6 @@ profile Δχ² = χ²₁ at 2 CL − 1 (1.642 at 90 %), every other free paramet
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -72,7 +71,9 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     prefer a coupling, its minimum can be narrower than the coarse grid's step, which then has no
     point below the threshold at all. Returns per mediator and mass ``{"product": y (absolute),
     "g": sqrt(y), "best_product": ŷ, "delta_chi2_at_zero": Δχ²(y = 0), ...}``; ``product`` and
-    ``g`` are None where the profile does not cross right of the best fit inside the grid."""
+    ``g`` are None where the profile does not cross right of the best fit inside the grid. The
+    scans' warnings (points that did not converge, left out of a limit) reach the caller; each
+    limit's ``converged`` counts its points that did."""
     mediators = tuple(dict.fromkeys(mediators))
     masses = np.atleast_1d(np.asarray(masses, dtype=float))
     ps = model.parameters
@@ -90,26 +91,26 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     def given(ms):
         return {m: ms for m in held}
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        scans = profile_scans(model, data, names, grids, given(case_masses), profile=profile, n_iter=SCAN_ITER)
-        at_zero = [float(np.asarray(s.delta_chi2)[0]) for s in scans]
-        passes = [1] * len(scans)
-        fine, which = [], []
-        for k, (s, grid) in enumerate(zip(scans, grids)):
-            above = np.nonzero((grid > s.best) & (np.asarray(s.delta_chi2) > one_sided_threshold(cl))
-                               & np.asarray(s.converged, dtype=bool))[0]
-            if refine and above.size:
-                j = int(above[0])
-                lo = max(float(s.best), float(grid[j - 1]))
-                n = grid.size - 1 if refine_points is None else int(refine_points)
-                fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[j], n)])))
-                which.append(k)
-        if which:
-            again = profile_scans(model, data, [names[k] for k in which], fine, given(case_masses[which]),
-                                  profile=profile, n_iter=SCAN_ITER)
-            for k, s in zip(which, again):
-                scans[k], passes[k] = s, 2
+    # no warning filter here: warnings.catch_warnings is not thread-safe and the curves of several
+    # models run beside each other (nuejax combine); the commands filter RuntimeWarning around them
+    scans = profile_scans(model, data, names, grids, given(case_masses), profile=profile, n_iter=SCAN_ITER)
+    at_zero = [float(np.asarray(s.delta_chi2)[0]) for s in scans]
+    passes = [1] * len(scans)
+    fine, which = [], []
+    for k, (s, grid) in enumerate(zip(scans, grids)):
+        above = np.nonzero((grid > s.best) & (np.asarray(s.delta_chi2) > one_sided_threshold(cl))
+                           & np.asarray(s.converged, dtype=bool))[0]
+        if refine and above.size:
+            j = int(above[0])
+            lo = max(float(s.best), float(grid[j - 1]))
+            n = grid.size - 1 if refine_points is None else int(refine_points)
+            fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[j], n)])))
+            which.append(k)
+    if which:
+        again = profile_scans(model, data, [names[k] for k in which], fine, given(case_masses[which]),
+                              profile=profile, n_iter=SCAN_ITER)
+        for k, s in zip(which, again):
+            scans[k], passes[k] = s, 2
     out = {md: [] for md in mediators}
     for (md, _), s, grid, z, p in zip(cases, scans, grids, at_zero, passes):
         ul = s.upper_limit(cl)

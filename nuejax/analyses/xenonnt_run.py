@@ -78,9 +78,9 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     # The NSI and mediator stages need only the model and the data: where the machine has cores to
     # spare they run beside the μ_ν stages (their programs trace, lower and compile side by side)
     # and say their lines in order afterwards. Only this thread sets warning filters around them
-    # (``warnings.catch_warnings`` is not thread-safe: a stage's own block, as in mediator_curves,
-    # may then leave or lift a filter early, but only inside this block, which is left only once
-    # every stage has ended, also where one raised, and then restores the caller's filters).
+    # (``warnings.catch_warnings`` is not thread-safe: a stage's own block, as around fit's MINUIT
+    # set-up, may then leave or lift a filter early, but only inside this block, which is left only
+    # once every stage has ended, also where one raised, and then restores the caller's filters).
     stages = {"eps": lambda say, in_turn: _nsi(model, data, say),
               "med": lambda say, in_turn: _mediators(unbinned, data, masses, say)}
     with warnings.catch_warnings():
