@@ -148,56 +148,75 @@ def test_stages_run_beside_give_the_same_numbers_and_lines_in_order(monkeypatch)
 def test_each_beside_keeps_the_items_order_and_raises_after_all_ended(monkeypatch):
     """nuejax combine fits its three models beside each other inside a stage (each_beside): the
     results and the lines come in the items' order whichever call ends first; a call's error is
-    raised once every call has ended; where nothing may run beside, every call runs in the
-    caller's thread and says its lines as they come; a stage run beside splits its own work the
-    same way (a branch of a branch)."""
+    raised once every call has ended and every line is said; where nothing may run beside, every
+    call runs in the caller's thread and says its lines as they come; a stage run beside splits
+    its own work the same way (a branch of a branch), also with a single thread beside (the calls
+    no thread took run in the waiting one, instead of waiting for it)."""
     import threading
-    import time
 
     from nuejax.analyses._clock import StageClock, each_beside
 
     monkeypatch.setenv("NUEJAX_AHEAD", "1")
     monkeypatch.setattr(ahead_module, "spare_cores", lambda: 4)
+    monkeypatch.setattr(ahead_module, "_POOLS", {})  # pools made for this test
     threads, ended = {}, []
+    done = {k: threading.Event() for k in "abcxy"}
 
-    def fn(key, delay, say):
+    def fn(key, after, say):  # ends only once the calls ``after`` have ended
         say(f"{key} starts")
-        time.sleep(delay)
+        for k in after:
+            assert done[k].wait(20), f"{key} waited for {k}"
         threads[key] = threading.get_ident()
         ended.append(key)
         say(f"{key} ends")
+        done[key].set()
         return key * 2
 
     lines = []
     clock = StageClock(lines.append)
-    out = each_beside(clock, fn, {"a": 0.3, "b": 0.0, "c": 0.1}, min_spare=3)
-    assert list(out.items()) == [("a", "aa"), ("b", "bb"), ("c", "cc")]
-    assert ended[-1] == "a" and threads["b"] != threads["a"] != threads["c"]  # b and c ended first, beside
+    out = each_beside(clock, fn, {"a": "bc", "b": "c", "c": ""}, min_spare=3)
+    assert list(out.items()) == [("a", "aa"), ("b", "bb"), ("c", "cc")] and ended == ["c", "b", "a"]
+    assert len({threads["a"], threads["b"], threads["c"]}) == 3  # b and c beside, each in its own thread
     assert lines == ["a starts", "a ends", "b starts", "b ends", "c starts", "c ends"]
 
     branch = clock.branch()  # a stage run beside, whose lines the clock says later
-    assert list(each_beside(branch, fn, {"x": 0.1, "y": 0.0}, min_spare=3)) == ["x", "y"]
+    assert list(each_beside(branch, fn, {"x": "y", "y": ""}, min_spare=3)) == ["x", "y"]
     assert [m for _, m in branch.lines] == ["x starts", "x ends", "y starts", "y ends"]
 
-    def broken(key, delay, say):
-        if key == "b":
-            raise ValueError("the model's own error")
-        return fn(key, delay, say)
+    def broken(key, after, say):
+        say(f"{key} starts")
+        if key in ("a", "b"):
+            raise ValueError(f"model {key}'s own error")
+        return fn(key, after, say)
 
+    for k in "abc":
+        done[k].clear()
     ended.clear()
-    with pytest.raises(ValueError, match="the model's own error"):
-        each_beside(clock, broken, {"a": 0.0, "b": 0.0, "c": 0.3}, min_spare=3)
-    assert sorted(ended) == ["a", "c"]  # c, the slowest, had ended
+    lines.clear()
+    with pytest.raises(ValueError, match="model a's own error"):  # the first in the items' order
+        each_beside(clock, broken, {"a": "", "b": "", "c": ""}, min_spare=3)
+    assert ended == ["c"] and lines == ["a starts", "b starts", "c starts", "c starts", "c ends"]
 
     lines.clear()
     heard = []  # in turn: each line reaches the callback while the next call has not started
 
-    def live(key, delay, say):
+    def live(key, after, say):
         heard.append((key, list(lines)))
-        return fn(key, delay, say)
+        return fn(key, "", say)
 
-    assert list(each_beside(clock, live, {"a": 0.0, "b": 0.0}, min_spare=3, allowed=False)) == ["a", "b"]
+    assert list(each_beside(clock, live, {"a": "", "b": ""}, min_spare=3, allowed=False)) == ["a", "b"]
     assert heard[1] == ("b", ["a starts", "a ends"]) and threads["a"] == threads["b"] == threading.get_ident()
     monkeypatch.setattr(ahead_module, "spare_cores", lambda: 2)  # too few cores: in turn too
-    assert list(each_beside(clock, fn, {"a": 0.0, "b": 0.0}, min_spare=3)) == ["a", "b"]
+    assert list(each_beside(clock, fn, {"a": "", "b": ""}, min_spare=3)) == ["a", "b"]
     assert threads["b"] == threading.get_ident()
+
+    # one thread beside, taken by a stage that splits its work: the calls run in the stage's thread
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 4)
+    monkeypatch.setattr(ahead_module, "_POOLS", {})
+    monkeypatch.setattr(ahead_module, "BESIDE_WORKERS", 1)
+    from nuejax._internal.ahead import beside
+
+    stage = beside(lambda: (threading.get_ident(), each_beside(clock.branch(), lambda k, v, say: (k, threading.get_ident()),
+                                                                {"p": 0, "q": 0, "r": 0}, min_spare=3)), min_spare=3)
+    own, got = stage.result(timeout=30)
+    assert got == {"p": ("p", own), "q": ("q", own), "r": ("r", own)}

@@ -203,7 +203,7 @@ def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=
                 {n: Saved(n) for n in names}, 0.5)
 
     def eps(models, data, eps, say, in_turn):
-        with warnings.catch_warnings():  # a stage's own filter, as in mediator_curves
+        with warnings.catch_warnings():  # a stage's own filter, as around fit's MINUIT set-up
             warnings.simplefilter("ignore", UserWarning)
             time.sleep(0.3)
         say("[3/5] eps")

@@ -135,17 +135,23 @@ def test_profile_scans_of_two_couplings_equal_a_call_per_coupling(mediator_model
     profile = tuple(n for n in m.parameters.free_names if n not in ("zprime_coupling", "phi_coupling"))
     given = {"zprime_mass": np.tile(masses, 2), "phi_mass": np.tile(masses, 2)}
     names = ["zprime_coupling"] * 2 + ["phi_coupling"] * 2
-    together = profile_scans(m, data, names, grids + grids, given, profile=profile, n_iter=60)
-    for c in ("zprime_coupling", "phi_coupling"):
-        apart = profile_scans(m, data, c, grids, {"zprime_mass": masses, "phi_mass": masses}, profile=profile,
-                              n_iter=60)
-        for s, one in zip(together[names.index(c):names.index(c) + 2], apart):
-            assert s.name == one.name == c
-            np.testing.assert_array_equal(s.values, one.values)
-            np.testing.assert_array_equal(s.converged, one.converged)
-            np.testing.assert_allclose(s.nll, one.nll, rtol=1e-10)
-            assert s.best == pytest.approx(one.best, rel=1e-6, abs=1e-9)
-    assert together[0].best != together[2].best or together[0].nll[1] != together[2].nll[1]  # two different scans
+    for init in (None, {"zprime_coupling": 0.2, "phi_coupling": 0.1}):  # the other coupling held at 0, or not
+        together = profile_scans(m, data, names, grids + grids, given, profile=profile, init=init, n_iter=60)
+        for c in ("zprime_coupling", "phi_coupling"):
+            apart = profile_scans(m, data, c, grids, {"zprime_mass": masses, "phi_mass": masses}, profile=profile,
+                                  init=init, n_iter=60)
+            for s, one in zip(together[names.index(c):names.index(c) + 2], apart):
+                assert s.name == one.name == c
+                np.testing.assert_array_equal(s.values, one.values)
+                np.testing.assert_array_equal(s.converged, one.converged)
+                np.testing.assert_allclose(s.nll, one.nll, rtol=1e-10)
+                assert s.nll_min == pytest.approx(one.nll_min, rel=1e-10)
+                assert s.best == pytest.approx(one.best, rel=1e-6, abs=1e-9)
+        assert together[0].nll[1] != together[2].nll[1]  # two different scans
+        at_zero = [float(s.nll[0]) for s in together]
+        if init is None:
+            first = at_zero
+    assert at_zero != first  # the other coupling's held value counts
     both = mediators_limits(m, data, ("zprime", "phi"), masses, ratios=np.logspace(-1, 2, 5), refine_points=4)
     for md in ("zprime", "phi"):
         one = mediator_limits(m, data, md, masses, ratios=np.logspace(-1, 2, 5), refine_points=4)
@@ -155,6 +161,7 @@ def test_profile_scans_of_two_couplings_equal_a_call_per_coupling(mediator_model
             if a["product"] is not None:
                 assert a["product"] == pytest.approx(b["product"], rel=1e-8)
     assert any(r["product"] is not None for r in both["phi"])
+    assert all(any(r["passes"] == 2 for r in both[md]) for md in both)  # each mediator's refinement ran
     with pytest.raises(ParameterError, match="3 scanned names for 4 grids"):
         profile_scans(m, data, names[:3], grids + grids, given, profile=profile)
     with pytest.raises(ParameterError, match="not the scanned"):

@@ -87,9 +87,10 @@ def ahead(fn, *args, **kwargs) -> Future | None:
     return _submit(_pool("ahead", 1), _quiet, fn, args, kwargs)
 
 
-#: Threads of :func:`beside` (read when the first is started): ``nuejax combine`` on an accelerator
-#: runs its ε and mediator stages beside the μ_ν stage and, inside each stage, the three models'
-#: fits beside each other; work beyond this many waits for a thread.
+#: Threads of :func:`beside` (fixed when the pool is first made): ``nuejax combine`` on an
+#: accelerator runs its ε and mediator stages beside the μ_ν stage and, inside each stage, the
+#: three models' fits beside each other; work beyond this many waits for a thread, or runs in the
+#: thread that waits for it (:func:`nuejax.analyses._clock.each_beside`), so any number is safe.
 BESIDE_WORKERS = 4
 
 

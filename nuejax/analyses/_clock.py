@@ -98,28 +98,44 @@ def with_stages_beside(say: StageClock, main, stages: dict, *, min_spare: int, a
 def each_beside(say, fn, items: dict, *, min_spare: int, allowed: bool = True) -> dict:
     """``{key: fn(key, value, say_k)}`` for every item of ``items``: the first in this thread, each
     other in a thread of its own (:func:`~nuejax._internal.ahead.beside`, where ``allowed`` and
-    ``min_spare`` cores are to spare; else in this thread, in order, after the first). Where any
-    runs beside, each call says its lines into a branch of ``say`` (a :class:`StageClock` or
+    ``min_spare`` cores are to spare; else in this thread, in order, after the first). A call that
+    has not started in its thread when this thread is done with its own runs here instead, so
+    that calls nested in work already beside (a stage run beside splitting its own work) never
+    wait for a thread that waits for them, whatever the number of threads. Where any runs beside,
+    each call says its lines into a branch of ``say`` (a :class:`StageClock` or
     :class:`StageBranch`), said after every call has ended, in ``items``' order, so the output
-    does not depend on which ended first; where none does, the calls say them to ``say`` as they
-    come. On an accelerator the fits of independent models then compile side by side
-    and their launches fill each other's gaps. Every call beside has ended before this returns or
+    does not depend on which ended first (also where a call raised: the first error in ``items``'
+    order is raised after every line is said); where none does, the calls say them to ``say`` as
+    they come. On an accelerator the fits of independent models then compile side by side and
+    their launches fill each other's gaps. Every call beside has ended before this returns or
     raises."""
     keys = list(items)
     branches = {k: say.branch() for k in keys}
-    running = {k: beside(fn, k, items[k], branches[k], min_spare=min_spare) if allowed and i else None
-               for i, k in enumerate(keys)}
-    if all(f is None for f in running.values()):  # all in turn here: lines said as they come
-        return {k: fn(k, items[k], say) for k in keys}
-    out = {}
+    running = {}
     try:
+        for i, k in enumerate(keys):
+            running[k] = beside(fn, k, items[k], branches[k], min_spare=min_spare) if allowed and i else None
+        if all(f is None for f in running.values()):  # all in turn here: lines said as they come
+            return {k: fn(k, items[k], say) for k in keys}
+        out, errors = {}, {}
         for k in keys:
-            if running[k] is None:
-                out[k] = fn(k, items[k], branches[k])
+            f = running[k]
+            if f is None or f.cancel():  # this thread's own, or one no thread has taken yet
+                try:
+                    out[k] = fn(k, items[k], branches[k])
+                except Exception as err:  # noqa: BLE001 - raised below, after every line is said
+                    errors[k] = err
     finally:
-        wait([f for f in running.values() if f is not None])
+        wait([f for f in running.values() if f is not None and not f.cancelled()])
     for k in keys:
-        if running[k] is not None:
-            out[k] = running[k].result()
+        f = running[k]
+        if f is not None and not f.cancelled():
+            try:
+                out[k] = f.result()
+            except Exception as err:  # noqa: BLE001 - raised below, after every line is said
+                errors[k] = err
         say.replay(branches[k])
+    for k in keys:
+        if k in errors:
+            raise errors[k]
     return {k: out[k] for k in keys}

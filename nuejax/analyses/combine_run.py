@@ -51,7 +51,8 @@ SCAN_ITER = 40
 #: the parameters the two experiments share
 SHARED = ("mu_nu", "eps_ee_L", "eps_ee_R")
 #: Cores to spare (beyond the main thread's) for the ε and mediator stages to run beside the μ_ν
-#: stage (one each, and one for the main work's compiling), as in ``nuejax xenonnt``
+#: stage (one each, and one for the main work's compiling), as in ``nuejax xenonnt``; the same
+#: for each stage's models to run beside each other (``_each_model``)
 BESIDE_MIN_SPARE = 3
 #: Whether the stages may run beside each other on a CPU too (run_combine: off, so that a long CPU
 #: run can drop each stage's programs before the next)
@@ -197,9 +198,10 @@ def _mediator_curves(data, masses, calibration, say, in_turn):
     try:
         bx_med = ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True), calibration=calibration)[0])
     finally:  # the build beside ends before this stage does, whatever happened here
-        if xe_future is not None:
+        if xe_future is not None and not xe_future.cancel():
             wait([xe_future])
-    xe_med = build_xe() if xe_future is None else xe_future.result()
+    # built here where no thread had taken it (this stage may hold the last one: each_beside)
+    xe_med = build_xe() if xe_future is None or xe_future.cancelled() else xe_future.result()
     med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
     med = {"borexino": bx_med, "xenonnt": xe_med,
            "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}

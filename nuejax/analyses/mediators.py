@@ -47,8 +47,8 @@ def mediator_limits(model, data, mediator: str, masses, *, cl: float = 0.9, rati
                     refine: bool = True, refine_points: int | None = None) -> list:
     """The one-sided ``cl`` upper limits (q̃, asymptotic: profile Δχ² = χ²₁ at 2 cl − 1) on the
     coupling product y = g_ν g_e of ``mediator`` (``'zprime'`` or ``'phi'``) at each of
-    ``masses`` [MeV], every other free parameter profiled: :func:`mediators_limits` of one
-    mediator."""
+    ``masses`` [MeV], every other free parameter profiled but the other mediators' couplings
+    (held at their values): :func:`mediators_limits` of one mediator."""
     return mediators_limits(model, data, (mediator,), masses, cl=cl, ratios=ratios, refine=refine,
                             refine_points=refine_points)[mediator]
 
@@ -74,7 +74,7 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     ``g`` are None where the profile does not cross right of the best fit inside the grid. The
     scans' warnings (points that did not converge, left out of a limit) reach the caller; each
     limit's ``converged`` counts its points that did."""
-    mediators = tuple(dict.fromkeys(mediators))
+    mediators = tuple(dict.fromkeys((mediators,) if isinstance(mediators, str) else mediators))
     masses = np.atleast_1d(np.asarray(masses, dtype=float))
     ps = model.parameters
     # a case per mediator and mass: its coupling scanned, every mediator's mass held at the mass

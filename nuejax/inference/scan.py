@@ -287,8 +287,10 @@ def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Ma
     the same batched launches of the model's one scan program (:func:`scan_problem`; the held
     parameters pinned per row), and so do the cases' global fits. ``name`` may also give one
     scanned parameter per case (a sequence as long as ``grids``): case k then scans ``name[k]`` and
-    holds the other scanned parameters at their values (not profiled), so that the scans of a
-    model's two mediator couplings, each holding the other at zero, share their launches too.
+    holds the other scanned parameters at their values (the model's, or ``init``'s; not profiled,
+    and not in ``given``), so that the scans of a model's two mediator couplings, each holding the
+    other at zero, share their launches too; each case is then :func:`profile_scan` with those
+    held too (``init``), where ``profile`` leaves them out.
 
     Each case's Δχ² is measured from its own minimum: the lower of the fit with its scanned
     parameter free at that case's values (from the problem's start, every case in one launch, rows
