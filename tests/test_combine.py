@@ -174,6 +174,34 @@ def test_nuejax_combine_end_to_end(tmp_path):
     assert s["mediator_limits"] is None
 
 
+@pytest.mark.slow
+def test_combine_models_fitted_beside_each_other_give_the_same_summary(tmp_path, monkeypatch):
+    """The accelerators' path of run_combine (the μ_ν stage's three models fitted beside each other
+    in threads, each_beside), forced on the CPU, gives the summary and the lines of the run in
+    turn, number for number (--no-eps, no mediators: the μ_ν stage and the combination's
+    asymptotic CLs)."""
+    import json
+
+    from nuejax._internal import ahead
+    from nuejax.analyses import combine_run
+
+    monkeypatch.setattr(ahead, "spare_cores", lambda: 4)
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    runs = {}
+    for label, on_cpu in (("in_turn", False), ("beside", True)):
+        monkeypatch.setattr(combine_run, "BESIDE_ON_CPU", on_cpu)
+        lines = []
+        s = combine_run.run_combine(tmp_path / label, eps=False, masses=[], plots=False, progress=lines.append)
+        runs[label] = ({k: v for k, v in s.items() if "seconds" not in k}, lines)
+    def stages(lines):  # from the μ_ν stage on (the models' lines say built or loaded from the cache)
+        return lines[next(i for i, line in enumerate(lines) if line.startswith("[2/5]")):]
+
+    assert stages(runs["beside"][1]) == stages(runs["in_turn"][1])
+    assert any("combined: mu_nu <" in line for line in runs["beside"][1])
+    assert json.dumps(runs["beside"][0], sort_keys=True) == json.dumps(runs["in_turn"][0], sort_keys=True)
+    assert runs["in_turn"][0]["mu_nu_upper_90"] is not None and len(runs["in_turn"][0]["per_experiment"]) == 2
+
+
 def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=None):
     """run_combine's stages replaced by cheap ones that record how they were called: the
     orchestration (beside or in turn, merging, lines, warning filters) is what is tested."""
