@@ -141,6 +141,10 @@ def test_stages_run_beside_give_the_same_numbers_and_lines_in_order(monkeypatch)
         np.testing.assert_array_equal(got[2], own[2])
         clock.replay(b)
     assert lines == ["[1/3] first", "[2/3] 2/3", "      2/3 done", "[3/3] 3/3", "      3/3 done"]
+    # every line with the time it was said, a stage's beside with its own: the summary's progress_seconds
+    assert [m for _, m in clock.lines] == lines
+    assert clock.lines[1][0] == clock.starts["2/3"] and clock.lines[3][0] == clock.starts["3/3"]
+    assert [t for t, _ in clock.timed_lines()] == [t for t, _ in clock.lines]
     assert set(clock.starts) == {"1/3", "2/3", "3/3"}
     assert clock.starts["2/3"] <= clock.elapsed() and clock.starts["3/3"] <= clock.elapsed()
 

@@ -19,16 +19,22 @@ __all__ = ["StageBranch", "StageClock", "each_beside", "with_stages_beside"]
 
 class StageClock:
     """A progress callback that records the time (seconds since it was made) at which each stage
-    line, a message starting ``[k/n]``, was first said; other messages are passed on untouched."""
+    line, a message starting ``[k/n]``, was first said (``starts``), and every line with the time
+    it was said (``lines``; a line of work run beside, :meth:`replay`, with the time that work said
+    it: the commands report them under ``progress_seconds``, so that a run says when each model's
+    fits ended); messages are passed on untouched."""
 
     def __init__(self, progress=None):
         self._progress = progress
         self._t0 = time.perf_counter()
         self.starts: dict[str, float] = {}
+        self.lines: list[tuple[float, str]] = []
 
     def __call__(self, msg: str) -> None:
+        at = round(self.elapsed(), 3)
         if msg.startswith("[") and "]" in msg:
-            self.starts.setdefault(msg[1:msg.index("]")], round(self.elapsed(), 3))
+            self.starts.setdefault(msg[1:msg.index("]")], at)
+        self.lines.append((at, msg))
         if self._progress is not None:
             self._progress(msg)
 
@@ -45,8 +51,13 @@ class StageClock:
         for at, msg in branch.lines:
             if msg.startswith("[") and "]" in msg:
                 self.starts.setdefault(msg[1:msg.index("]")], at)
+            self.lines.append((at, msg))
             if self._progress is not None:
                 self._progress(msg)
+
+    def timed_lines(self) -> list:
+        """``[[seconds, line], ...]`` of every line said (:attr:`lines`, stripped), for a JSON summary."""
+        return [[at, msg.strip()] for at, msg in self.lines]
 
 
 class StageBranch:

@@ -133,6 +133,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
         obj.save(outdir / f"{name}.json")
     summary["seconds"] = say.elapsed()
     summary["phase_start_seconds"] = say.starts
+    summary["progress_seconds"] = say.timed_lines()
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

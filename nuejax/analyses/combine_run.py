@@ -116,6 +116,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         _plots(outdir, scans, regions, curves)
     summary["seconds"] = say.elapsed()
     summary["phase_start_seconds"] = say.starts
+    summary["progress_seconds"] = say.timed_lines()
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

@@ -146,6 +146,7 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
         _plots(outdir, m_mu, data, fit_mu, mu_scan, sL, sR, mediators, unbinned)
     summary["seconds"] = say.elapsed()
     summary["phase_start_seconds"] = say.starts
+    summary["progress_seconds"] = say.timed_lines()
     (outdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
