@@ -31,7 +31,9 @@ class StageClock:
         self.lines: list[tuple[float, str]] = []
 
     def __call__(self, msg: str) -> None:
-        at = round(self.elapsed(), 3)
+        self._say(round(self.elapsed(), 3), msg)
+
+    def _say(self, at: float, msg: str) -> None:
         if msg.startswith("[") and "]" in msg:
             self.starts.setdefault(msg[1:msg.index("]")], at)
         self.lines.append((at, msg))
@@ -49,11 +51,7 @@ class StageClock:
     def replay(self, branch: "StageBranch") -> None:
         """Say ``branch``'s lines now; each stage's start is the time the branch said it."""
         for at, msg in branch.lines:
-            if msg.startswith("[") and "]" in msg:
-                self.starts.setdefault(msg[1:msg.index("]")], at)
-            self.lines.append((at, msg))
-            if self._progress is not None:
-                self._progress(msg)
+            self._say(at, msg)
 
     def timed_lines(self) -> list:
         """``[[seconds, line], ...]`` of every line said (:attr:`lines`, stripped), for a JSON summary."""

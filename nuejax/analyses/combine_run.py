@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from concurrent.futures import wait
 from pathlib import Path
 
 import jax
@@ -28,7 +27,6 @@ import numpy as np
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
 from ..model.combine import combine
 from ..model.fast import fast_model
-from .._internal.ahead import beside
 from ._clock import StageClock, each_beside, with_stages_beside
 from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves
@@ -193,16 +191,12 @@ def _mediator_curves(data, masses, calibration, say, in_turn):
         say("[4/5] (mediator curves skipped)")
         return {}
     say(f"[4/5] mediators: coupling limits at {masses.size} masses, each experiment and combined")
-    # XENONnT's model builds beside Borexino's (where the stages may run beside each other)
-    build_xe = lambda: xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)[0]  # noqa: E731
-    xe_future = beside(build_xe, min_spare=BESIDE_MIN_SPARE) if _beside_allowed() and not in_turn else None
-    try:
-        bx_med = ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True), calibration=calibration)[0])
-    finally:  # the build beside ends before this stage does, whatever happened here
-        if xe_future is not None and not xe_future.cancel():
-            wait([xe_future])
-    # built here where no thread had taken it (this stage may hold the last one: each_beside)
-    xe_med = build_xe() if xe_future is None or xe_future.cancelled() else xe_future.result()
+    # XENONnT's model builds beside Borexino's (where the models' fits may run beside each other)
+    builds = {"borexino": lambda: ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True),
+                                                                        calibration=calibration)[0]),
+              "xenonnt": lambda: xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)[0]}
+    built = _each_model(say, lambda name, build, say: build(), builds, beside_ok=not in_turn)
+    bx_med, xe_med = built["borexino"], built["xenonnt"]
     med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
     med = {"borexino": bx_med, "xenonnt": xe_med,
            "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}

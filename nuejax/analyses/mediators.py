@@ -10,7 +10,6 @@ profile Δχ² = χ²₁ at 2 CL − 1 (1.642 at 90 %), every other free paramet
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..inference.scan import profile_scans

@@ -337,19 +337,18 @@ def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Ma
     groups = np.repeat(np.arange(len(checked)), sizes)
     # per case: its grid in its scanned parameter's column, the other scanned ones at their values
     host = s.host_params()
-    others = np.array([[host[v] for v in scanned]] * len(checked))
+    others = np.array([host[v] for v in scanned])
     own = np.array([[v == n for v in scanned] for n in names])
-    points = np.column_stack([np.where(own[groups], np.concatenate(checked)[:, None], others[groups]),
-                              held_values[groups]])
+    points = np.column_stack([np.where(own[groups], np.concatenate(checked)[:, None], others), held_values[groups]])
     neighbours = np.concatenate([np.where(grid_neighbours((int(m),)) >= 0, grid_neighbours((int(m),)) + o, -1)
                                  for m, o in zip(sizes, offsets)])
     # the cases' global fits: the scan problem with the held parameters (and the other scanned
     # ones) pinned, one row per case
     wide = scan_problem(s)
-    i_held = np.array([wide.names.index(p) for p in (*scanned, *held)], dtype=int)
+    i_fixed = np.array([wide.names.index(p) for p in s.fixed_names], dtype=int)
     mask, pinned = s.held_pins(len(checked))
-    mask[:, i_held] = np.column_stack([~own, np.ones((len(checked), len(held)), dtype=bool)])
-    pinned[:, i_held] = np.column_stack([np.where(own, 0.0, others), held_values])
+    mask[:, i_fixed] = np.column_stack([~own, np.ones((len(checked), len(held)), dtype=bool)])
+    pinned[:, i_fixed] = np.column_stack([np.where(own, 0.0, others), held_values])
     x0 = np.where(mask, pinned, np.asarray(wide.start(), dtype=float)[None])
     t_fit = time.perf_counter()
     r = solve_continued(wide, x0, Pins(mask, pinned), max_iter=max_iter)
