@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nuejax.inference import feldman_cousins
+from nuejax.inference import cls_upper_limit, feldman_cousins
 from nuejax.inference.construction import (branch_images, branch_selection, construction, critical_value,
                                            on_generating_branch, read_run)
 from nuejax.inference.feldman_cousins import fc_assemble
@@ -78,6 +78,38 @@ def test_feldman_cousins_critical_values_from_the_toys_on_the_branch(tmp_path):
     assert pooled.n_branch is None and "branch" not in pooled.convention
     for k in range(3):
         assert pooled.t_crit[k] == critical_value(t[k][ok[k]], 0.9)[0]
+
+
+def test_feldman_cousins_beside_cls_classifies_the_shared_toys(tmp_path):
+    """``cls_upper_limit(..., feldman_cousins=True)``: the interval at each tested value uses that
+    value's signal+background toys and at 0 the background-only toys fitted at 0 (the rows after
+    the CLs rows), with the two-sided statistic (equal to the stored q~ where the best fit lies
+    below the tested value, else the difference of the two minima) and the toys on the branch,
+    classified here by hand from the stored run."""
+    m = MirrorModel.create()
+    data = np.round(np.asarray(m.expected(m.parameters.values({"mu": 1.0, "a": -0.3}))))
+    grid, n = [0.5, 1.0, 2.0], 150
+    r = cls_upper_limit(m, data, "mu", grid, n_toys=n, key=2, feldman_cousins=True, out=tmp_path / "run").feldman_cousins
+    config, st, res = read_run(tmp_path / "run")
+    g = len(grid)
+    assert len(res["t"]) == (2 * g + 1) * n
+    rows = [np.arange(2 * g * n, (2 * g + 1) * n)] + [np.arange(k * n, (k + 1) * n) for k in range(g)]
+    tested = np.concatenate([[0.0], grid])
+    a_gen = st["gen_x"][:, 1]
+    for k, idx in enumerate(rows):
+        f_c, f_g, mu_hat = res["f_cond"][idx], res["f_global"][idx], res["poi_hat"][idx, 0]
+        t = np.maximum(f_c - np.minimum(f_g, f_c), 0.0)
+        below = mu_hat <= tested[k]
+        np.testing.assert_array_equal(t[below], res["t"][idx][below])  # q~ where it is not set to 0
+        ok = res["conv_global"][idx] & res["conv_cond"][idx]
+        a_toy = res["nuis_hat"][idx, 0]
+        own = np.abs(a_toy - a_gen[k]) <= np.abs(a_toy - (-1.0 - a_gen[k]))
+        assert r.n_branch[k] == np.sum(ok & own) and r.n_valid[k] == np.sum(ok)
+        assert r.t_crit[k] == critical_value(t[ok & own], 0.9)[0], k
+        assert r.p_values[k] == np.mean(t[ok & own] >= r.t_obs[k])
+    assert np.any(res["poi_hat"][rows[1], 0] > 0.5)  # the test means something: q~ and t differ
+    # the toys at 0 are the background-only toys (same index, same generating point)
+    np.testing.assert_array_equal(res["f_global"][rows[0]], res["f_global"][g * n:(g + 1) * n])
 
 
 @pytest.mark.slow

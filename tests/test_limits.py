@@ -110,6 +110,46 @@ def test_cls_asymptotic_and_toys_match_gaussian_closed_form():
         cls_upper_limit(m, data, "mu", [0.0, 1.0])
 
 
+def test_cls_with_feldman_cousins_from_the_same_toys(tmp_path):
+    """``cls_upper_limit(..., feldman_cousins=True)`` on the Gaussian mean bounded at 0 (x0 = 1.7):
+    its CLs part is the plain run's, number for number (the added rows come last); its
+    Feldman-Cousins part has the stand-alone construction's observed statistic, critical values
+    that agree with the closed form, and the table's interval; both survive JSON and a stored run."""
+    m = gaussian_model()
+    data = gaussian_counts(m, 1.7)
+    values = np.array([0.3, 0.4, 3.3, 3.4])
+    n = 4000
+    both = cls_upper_limit(m, data, "mu", values, n_toys=n, key=3, feldman_cousins=True, out=tmp_path / "run")
+    plain = cls_upper_limit(m, data, "mu", values, n_toys=n, key=3)
+    assert plain.feldman_cousins is None
+    for k in ("q_obs", "clsb", "clb", "cls"):
+        np.testing.assert_array_equal(getattr(both, k), getattr(plain, k), err_msg=k)
+    assert (both.limit, both.expected, both.limit_sb, both.expected_sb) == \
+        (plain.limit, plain.expected, plain.limit_sb, plain.expected_sb)
+    fc = both.feldman_cousins
+    assert isinstance(fc, FeldmanCousinsResult) and fc.n_toys == n and np.all(fc.n_valid == n)
+    np.testing.assert_array_equal(fc.axes[0], np.concatenate([[0.0], values]))
+    alone = feldman_cousins(m, data, "mu", fc.axes[0], 200, key=5)
+    np.testing.assert_array_equal(fc.t_obs, alone.t_obs)  # two-sided: not q~ (0 above the best fit)
+    assert fc.t_obs[-1] > 0 and both.q_obs[0] == 0.0
+    exact = np.array([fc_critical_value(x) for x in fc.axes[0]])
+    pull = (fc.t_crit - exact) / fc.t_crit_err
+    assert np.all(np.abs(pull) < 3.5), pull
+    lo, hi = fc.interval
+    tab = FC_TABLE_90[1.7]
+    slope = np.abs(np.gradient(fc.t_obs - fc.t_crit, fc.axes[0]))
+    for end, ref, k in ((lo, tab[0], 1), (hi, tab[1], 3)):
+        assert abs(end - ref) < 0.005 + 3 * fc.t_crit_err[k] / slope[k], (end, ref)
+    back = CLsResult.from_dict(json.loads(json.dumps(both.to_dict(), allow_nan=False)))
+    np.testing.assert_array_equal(back.feldman_cousins.t_crit, fc.t_crit)
+    assert back.feldman_cousins.interval == fc.interval
+    stored = load_run(tmp_path / "run")
+    np.testing.assert_array_equal(stored.feldman_cousins.t_crit, fc.t_crit)
+    assert stored.limit == both.limit
+    with pytest.raises(InputError, match="needs toys"):
+        cls_upper_limit(m, data, "mu", values, feldman_cousins=True)
+
+
 @pytest.fixture(scope="module")
 def mu_model():
     """A mu_nu-like signal (grows as mu^2) on 10 bins with a Gaussian-constrained background norm."""

@@ -34,7 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..inference import cls_upper_limit, feldman_cousins, fit, profile_scan
+from ..inference import cls_upper_limit, fit, profile_scan
 from ..model.fast import fast_model
 from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
 from ._clock import StageClock, with_stages_beside
@@ -167,10 +167,10 @@ def _mu_nu(model, data, say, n_toys, fc, key):
     fc_res = None
     if n_toys > 0:
         say(f"[3/5] mu_nu from toys: Neyman construction with q~ (CLs+b) and CLs, {n_toys} toys per value")
-        toys = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST, n_toys=n_toys, key=key)
-        if fc:
-            fc_res = feldman_cousins(m_mu, data, "mu_nu", np.concatenate([[0.0], MU_TEST]), n_toys,
-                                     key=jax.random.fold_in(key, 1))
+        # the Feldman-Cousins interval from the same toys: both statistics come from the same two
+        # fits of a toy, so it adds only the background-only toys fitted at 0 (cls_upper_limit)
+        toys = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST, n_toys=n_toys, key=key, feldman_cousins=fc)
+        fc_res = toys.feldman_cousins
         say(f"      CLs+b {toys.limit_sb}, CLs {toys.limit}, expected CLs+b {toys.expected_sb}"
             + ("" if fc_res is None else f"; Feldman-Cousins {fc_res.interval}"))
     else:

@@ -24,12 +24,14 @@ from typing import Mapping
 import numpy as np
 
 from .._internal.stats import norm_cdf, norm_sf
-from ..errors import ParameterError
-from .construction import check_toys, construction, observed_fits, run_construction
+from ..errors import InputError, ParameterError
+from .construction import check_toys, construction, observed_fits, poi_bounds, run_construction, with_branch_images
+from .feldman_cousins import fc_assemble
 from .intervals import check_cl
 from .results import CLsResult
 from .starts import DEFAULT_STARTS
 from .scan import grid_values
+from .toys import ratio_statistic
 
 __all__ = ["asymptotic_cls", "cls_upper_limit", "cls_assemble"]
 
@@ -71,15 +73,30 @@ def _expected_q(q_a, n_sigma):
 def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: int = 0, key=0, profile=None,
                     init: Mapping | None = None, aux=None, resample_aux: bool = True, starts=DEFAULT_STARTS,
                     chunk: int | None = None, out=None, resume: bool = False, shard=None, progress=False,
-                    max_iter: int = 100) -> CLsResult:
+                    max_iter: int = 100, feldman_cousins: bool = False) -> CLsResult:
     """CLs upper limit on ``name`` (module docstring), a parameter whose lower bound is 0 (the
     background-only hypothesis), tested at ``values`` (> 0). ``n_toys = 0``: asymptotic formulas;
     ``n_toys > 0``: that many signal+background toys per value and background-only toys shared by
-    all values (toy indices: ``k * n_toys + i`` for s+b, ``n_values * n_toys + i`` for b)."""
+    all values (toy indices: ``k * n_toys + i`` for s+b, ``n_values * n_toys + i`` for b).
+
+    ``feldman_cousins=True`` (with toys): also the Feldman–Cousins interval of ``name`` at the same
+    CL on the grid 0, ``values``, from the same toys (the result's ``feldman_cousins``, a
+    :class:`~nuejax.inference.results.FeldmanCousinsResult` as
+    :func:`~nuejax.inference.feldman_cousins` gives, critical values conditioned on the branch).
+    Both statistics come from the same two fits of a toy (at the tested value, and free with the
+    bound): q̃ sets t to 0 where the fitted value exceeds the tested one, t does not. So the
+    interval's toys at each tested value are the signal+background toys, and its toys at 0 the
+    background-only ones, each fitted once more at 0 (``n_toys`` rows added to the
+    ``2 n_values n_toys``). Each construction is the one its function runs alone, drawn from
+    other toy indices; the two results share their toys, so their fluctuations are correlated.
+    Where both are wanted this costs about two thirds of running them apart."""
     t0 = time.perf_counter()
     check_cl(cl)
     if not isinstance(name, str):
         raise ParameterError(f"cls_upper_limit takes one parameter name, got {name!r}")
+    if feldman_cousins and n_toys == 0:
+        raise InputError("cls_upper_limit: feldman_cousins=True needs toys (n_toys > 0); the asymptotic "
+                         "two-sided interval is profile_scan(...).interval(cl)")
     pr = construction(model, data, name, profile, init, aux=aux, resample_aux=resample_aux, starts=starts)
     ps = pr.cond.model.parameters
     if ps[name].lower != 0.0:
@@ -108,14 +125,24 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
         return CLsResult(name, v, q, clsb, clb, cls, _limit_from_cls(v, cls, alpha), expected, float(cl), "asymptotic",
                          0, time.perf_counter() - t0, limit_sb=_limit_from_cls(v, clsb, alpha), expected_sb=expected_sb)
     n_toys = check_toys(n_toys)
-    return run_construction(pr, "cls", {"axes": [v.tolist()], "cl": float(cl)},
-                            lambda: observed_fits(pr, points, max_iter=max_iter, one_sided=True),
-                            lambda st: _cls_rows(st, n_toys), cls_assemble, n_rows=2 * len(v) * n_toys, n_toys=n_toys,
-                            key=key, resample_aux=resample_aux, chunk=chunk, out=out, resume=resume, shard=shard,
-                            progress=progress, max_iter=max_iter, one_sided=True, label=f"CLs {name}", t0=t0)
+    extra = {"axes": [v.tolist()], "cl": float(cl)}
+
+    def setup():
+        st = observed_fits(pr, points, max_iter=max_iter, one_sided=True)
+        return with_branch_images(pr, st) if feldman_cousins else st
+
+    if feldman_cousins:  # absent otherwise: a run stored before the option existed resumes as it was
+        extra.update(feldman_cousins=True, bounds=poi_bounds(pr))
+    n_rows = (2 * len(v) + bool(feldman_cousins)) * n_toys
+    return run_construction(pr, "cls", extra, setup, lambda st: _cls_rows(st, n_toys, feldman_cousins), cls_assemble,
+                            n_rows=n_rows, n_toys=n_toys, key=key, resample_aux=resample_aux, chunk=chunk, out=out,
+                            resume=resume, shard=shard, progress=progress, max_iter=max_iter, one_sided=True,
+                            label=f"CLs {name}" + (" and Feldman-Cousins" if feldman_cousins else ""), t0=t0)
 
 
-def _cls_rows(st, n_toys):
+def _cls_rows(st, n_toys, feldman_cousins=False):
+    """The rows: each value's s+b toys, then the background-only toys tested at each value, then
+    (``feldman_cousins``) the background-only toys tested at 0."""
     g = len(st["points"]) - 1  # point 0 is the background-only hypothesis
     k = np.repeat(np.arange(1, g + 1), n_toys)
     gen_sb = st["gen_x"][k]
@@ -123,8 +150,27 @@ def _cls_rows(st, n_toys):
     gen_b = np.repeat(st["gen_x"][:1], g * n_toys, axis=0)
     idx_b = (g * n_toys + np.tile(np.arange(n_toys), g)).astype(np.uint32)
     test = st["points"][k]
-    return {"gen_x": np.concatenate([gen_sb, gen_b]), "test": np.concatenate([test, test]),
-            "index": np.concatenate([idx_sb, idx_b])}
+    rows = {"gen_x": [gen_sb, gen_b], "test": [test, test], "index": [idx_sb, idx_b]}
+    if feldman_cousins:
+        rows["gen_x"].append(gen_b[:n_toys])
+        rows["test"].append(st["points"][np.zeros(n_toys, dtype=int)])
+        rows["index"].append(idx_b[:n_toys])
+    return {n: np.concatenate(r) for n, r in rows.items()}
+
+
+def _fc_from_cls(config, st, res, seconds):
+    """The Feldman–Cousins result of a CLs run with ``feldman_cousins`` (:func:`cls_upper_limit`):
+    at 0 the background-only toys fitted at 0 (the last rows), at each tested value its s+b toys,
+    with the two-sided statistic of their fits; assembled as :func:`feldman_cousins` assembles its
+    own run."""
+    n_toys, g = int(config["n_toys"]), len(config["axes"][0])
+    rows = np.concatenate([np.arange(2 * g * n_toys, (2 * g + 1) * n_toys), np.arange(g * n_toys)])  # point 0 first
+    fc_res = {n: np.asarray(res[n])[rows] for n in ("conv_global", "conv_cond", "nuis_hat")}
+    fc_res["t"] = ratio_statistic(np.asarray(res["f_cond"])[rows], np.asarray(res["f_global"])[rows])
+    fc_st = {**st, "t_obs": st["t_obs_two_sided"]}
+    fc_config = {**config, "kind": "feldman_cousins", "axes": [[0.0] + list(config["axes"][0])],
+                 "condition_on_branch": True}
+    return fc_assemble(fc_config, fc_st, fc_res, seconds)
 
 
 def cls_assemble(config, st, res, seconds) -> CLsResult:
@@ -132,8 +178,8 @@ def cls_assemble(config, st, res, seconds) -> CLsResult:
     n_toys, cl = int(config["n_toys"]), float(config["cl"])
     v = np.asarray(config["axes"][0], dtype=float)
     g = len(v)
-    ok = res["conv_global"] & res["conv_cond"]
-    t = np.where(ok, res["t"], np.nan)
+    ok = (res["conv_global"] & res["conv_cond"])[:2 * g * n_toys]  # rows after these: the Feldman-Cousins toys at 0
+    t = np.where(ok, res["t"][:2 * g * n_toys], np.nan)
     q_sb, q_b = t[:g * n_toys].reshape(g, n_toys), t[g * n_toys:].reshape(g, n_toys)
     q_obs = st["t_obs"][1:]
 
@@ -170,5 +216,7 @@ def cls_assemble(config, st, res, seconds) -> CLsResult:
     if not ok.all():
         warnings.warn(f"CLs: {int((~ok).sum())} of {ok.size} toys had a fit that did not pass the KKT test and are "
                       "left out", RuntimeWarning, stacklevel=3)
+    fc = _fc_from_cls(config, st, res, seconds) if config.get("feldman_cousins") else None
     return CLsResult(config["poi"][0], v, q_obs, clsb, clb, cls, _limit_from_cls(v, cls, 1 - cl), expected, cl, "toys",
-                     n_toys, seconds, limit_sb=_limit_from_cls(v, clsb, 1 - cl), expected_sb=expected_sb)
+                     n_toys, seconds, limit_sb=_limit_from_cls(v, clsb, 1 - cl), expected_sb=expected_sb,
+                     feldman_cousins=fc)

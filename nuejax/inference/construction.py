@@ -25,7 +25,7 @@ from .toys import costly_toys, draw_parts, resample_flags, row_index, toy_fits, 
 
 __all__ = ["ACCEPT_TOL", "Construction", "construction", "observed_fits", "run_construction", "base_config",
            "grid_points", "check_toys", "critical_value", "key_data", "read_run", "branch_images",
-           "on_generating_branch", "branch_selection"]
+           "on_generating_branch", "branch_selection", "with_branch_images", "poi_bounds"]
 
 
 def key_data(key) -> np.ndarray:
@@ -105,6 +105,12 @@ def branch_images(pr: "Construction", gen_x) -> np.ndarray:
         if imgs:
             out[j, :len(imgs)] = imgs
     return out
+
+
+def with_branch_images(pr: "Construction", st: dict) -> dict:
+    """The set-up ``st`` with each point's branch images (:func:`branch_images`; stored with it,
+    so that a resumed or merged run conditions on the same ones)."""
+    return {**st, "branch_images": branch_images(pr, st["gen_x"])}
 
 
 def on_generating_branch(gen_nuis, images, nuis_hat) -> np.ndarray:
@@ -200,11 +206,15 @@ def observed_fits(pr: Construction, points: np.ndarray, *, max_iter: int, one_si
                       + ": their statistic and generating nuisances are not trustworthy", RuntimeWarning, stacklevel=4)
     f_min = min(float(g.fval), float(np.min(f_cond)))
     t = np.maximum(f_cond - f_min, 0.0)
+    two_sided = {}
     if one_sided:
+        # kept: a one-sided construction that also assembles the two-sided one from its toys
+        # (cls_upper_limit's feldman_cousins) reads it
+        two_sided = {"t_obs_two_sided": t}
         t = np.where(np.all(poi_hat[None, :] <= points, axis=1), t, 0.0)
     return {"points": np.asarray(points, dtype=float), "gen_x": np.concatenate([points, nuis_hat], axis=1),
             "t_obs": t, "f_cond_obs": f_cond, "conv_obs": conv.astype(bool), "poi_hat_obs": poi_hat,
-            "f_global_obs": np.asarray(float(g.fval)), "global_valid": np.asarray(bool(g.valid))}
+            "f_global_obs": np.asarray(float(g.fval)), "global_valid": np.asarray(bool(g.valid)), **two_sided}
 
 
 def _jsonable_starts(starts):
@@ -279,6 +289,16 @@ def base_config(kind, pr: Construction, key, n_toys, resample_aux, max_iter, ext
             "key": key_data(key).tolist(), "resample_aux": bool(resample_aux), "max_iter": int(max_iter),
             "model": fingerprint(pr.cond.model), "data": fingerprint(pr.cond.data), "aux": fingerprint(pr.cond.aux_flat),
             "resample": [bool(r) for r in pr.resample], "base": pr.cond.host_params(), **extra}
+
+
+def poi_bounds(pr: Construction) -> list:
+    """Each parameter of interest's [lower, upper] bound as stored in a run's configuration (None:
+    unbounded on that side)."""
+    out = []
+    for n in pr.poi:
+        lo, hi = (float(b[0]) for b in pr.cond.model.parameters.bounds((n,)))
+        out.append([lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None])
+    return out
 
 
 def grid_points(ps, poi, grid):

@@ -37,8 +37,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .construction import (ACCEPT_TOL, branch_images, branch_selection, check_toys, construction, critical_value, grid_points,
-                           observed_fits, run_construction)
+from .construction import (ACCEPT_TOL, branch_selection, check_toys, construction, critical_value, grid_points,
+                           observed_fits, poi_bounds, run_construction, with_branch_images)
 from .intervals import check_cl
 from .results import FeldmanCousinsResult
 from .starts import DEFAULT_STARTS
@@ -70,15 +70,12 @@ def feldman_cousins(model, data, names, grid, n_toys: int, key=0, *, cl: float =
     check_cl(cl)
     pr = construction(model, data, names, profile, init, aux=aux, resample_aux=resample_aux, starts=starts)
     axes, points = grid_points(pr.cond.model.parameters, pr.poi, grid)
-    bounds = [pr.cond.model.parameters.bounds((n,)) for n in pr.poi]
-    bounds = [[None if not np.isfinite(b[0][0]) else float(b[0][0]), None if not np.isfinite(b[1][0]) else float(b[1][0])]
-              for b in bounds]
     shape = tuple(len(a) for a in axes)
-    extra = {"axes": [a.tolist() for a in axes], "cl": float(cl), "bounds": bounds}
+    extra = {"axes": [a.tolist() for a in axes], "cl": float(cl), "bounds": poi_bounds(pr)}
     if condition_on_branch:  # absent otherwise: a run stored before the option existed resumes with False
         extra["condition_on_branch"] = True
     return run_construction(pr, "feldman_cousins", extra,
-                            lambda: _with_images(pr, observed_fits(pr, points, max_iter=max_iter, one_sided=False,
+                            lambda: with_branch_images(pr, observed_fits(pr, points, max_iter=max_iter, one_sided=False,
                                                                    grid_shape=shape)),
                             lambda st: _fc_rows(st, n_toys), fc_assemble, n_rows=len(points) * n_toys, n_toys=n_toys,
                             key=key, resample_aux=resample_aux, chunk=chunk, out=out, resume=resume, shard=shard,
@@ -89,12 +86,6 @@ def feldman_cousins(model, data, names, grid, n_toys: int, key=0, *, cl: float =
 #: What the convention of a result conditioned on the branch adds (module docstring).
 CONDITIONED = ("; critical values from the toys whose conditional fit stays on the branch of the generating "
                "nuisances (where the model declares a symmetry among them)")
-
-
-def _with_images(pr, st: dict) -> dict:
-    """The set-up ``st`` with each grid point's branch images (stored with it, so that a resumed or
-    merged run conditions on the same ones)."""
-    return {**st, "branch_images": branch_images(pr, st["gen_x"])}
 
 
 def _fc_rows(st, n_toys):

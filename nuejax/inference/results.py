@@ -606,7 +606,9 @@ class CLsResult(Saveable):
     1 − CL (log-linear interpolation; ``None`` if it does not inside the grid); ``expected``:
     the expected limits at the background-only outcomes −2σ … +2σ (keys ``"-2"`` … ``"2"``).
     ``method``: ``"asymptotic"`` or ``"toys"``. ``limit_sb`` and ``expected_sb``: the same from
-    p_{s+b} alone (CLs+b), the one-sided Neyman construction with q̃ (no CLs protection)."""
+    p_{s+b} alone (CLs+b), the one-sided Neyman construction with q̃ (no CLs protection).
+    ``feldman_cousins``: the Feldman–Cousins interval from the same toys, where asked for
+    (:func:`~nuejax.inference.cls_upper_limit`), else None."""
 
     name: str
     values: np.ndarray
@@ -625,7 +627,7 @@ class CLsResult(Saveable):
     versions: dict = field(default_factory=versions, repr=False)
     limit_sb: float | None = None
     expected_sb: dict = field(default_factory=dict)
-
+    feldman_cousins: FeldmanCousinsResult | None = None
 
     def to_dict(self) -> dict:
         return {"kind": type(self).__name__, "name": self.name, "values": json_array(self.values), "q_obs": json_array(self.q_obs),
@@ -634,13 +636,15 @@ class CLsResult(Saveable):
                 "expected": {k: (None if v is None else float(v)) for k, v in self.expected.items()}, "cl": self.cl,
                 "method": self.method, "n_toys": self.n_toys, "seconds": self.seconds, "convention": self.convention,
                 "versions": self.versions, "limit_sb": None if self.limit_sb is None else float(self.limit_sb),
-                "expected_sb": {k: (None if v is None else float(v)) for k, v in self.expected_sb.items()}}
+                "expected_sb": {k: (None if v is None else float(v)) for k, v in self.expected_sb.items()},
+                "feldman_cousins": None if self.feldman_cousins is None else self.feldman_cousins.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict):
         return cls(d["name"], array_from_json(d["values"]), array_from_json(d["q_obs"]), array_from_json(d["clsb"]), array_from_json(d["clb"]), array_from_json(d["cls"]),
                    d["limit"], dict(d["expected"]), float(d["cl"]), d["method"], int(d["n_toys"]), float(d["seconds"]),
-                   d["convention"], d.get("versions", {}), d.get("limit_sb"), dict(d.get("expected_sb", {})))
+                   d["convention"], d.get("versions", {}), d.get("limit_sb"), dict(d.get("expected_sb", {})),
+                   None if d.get("feldman_cousins") is None else FeldmanCousinsResult.from_dict(d["feldman_cousins"]))
 
     def __str__(self) -> str:
         lim = "not reached in the grid" if self.limit is None else f"{self.limit:.4g}"

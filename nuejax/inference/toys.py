@@ -42,7 +42,7 @@ from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
                      symmetry_starts)
 
-__all__ = ["CPU_PASSES", "KEEP_ON_CPU", "ONE_PASS_ROWS", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "costly_toys", "draw_parts", "passes", "resample_flags", "row_index", "toy",
+__all__ = ["CPU_PASSES", "KEEP_ON_CPU", "ONE_PASS_ROWS", "PASSES", "TOY_DESIGN", "TOY_FIT_KEYS", "costly_toys", "draw_parts", "passes", "ratio_statistic", "resample_flags", "row_index", "toy",
            "toy_fits", "toy_starts"]
 
 #: Output arrays of :func:`toy_fits` per row.
@@ -500,6 +500,14 @@ def _best_start(fun, x, conv):
     return fun[rows, k], x[rows, k], conv[rows, k]
 
 
+def ratio_statistic(f_cond, f_global) -> np.ndarray:
+    """t = −2 ln λ of each toy from its conditional and global minima: their difference, ≥ 0 (the
+    conditional minimum is a feasible point of the global fit, so the global minimum is the lower
+    of the two)."""
+    f_cond = np.asarray(f_cond)
+    return np.maximum(f_cond - np.minimum(np.asarray(f_global), f_cond), 0.0)
+
+
 def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_iter: int = 100,
              edm_tol: float = 1e-8, one_sided: bool = False, parts: int = 1, resample: tuple = (),
              designs=(None, None), design_index=None, scheme=None) -> dict:
@@ -534,7 +542,7 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     f_cond, x_cond, conv_c = _from_design(kernels, shell, (gen_x, placed(at_test), placed(_poi_mask(shape, k)), index),
                                           placed(at_test), design_c, design_index, key, scheme)
     nuis_hat = np.asarray(x_cond)[:, k:]
-    t = np.maximum(np.asarray(f_cond) - np.minimum(np.asarray(f_glob), np.asarray(f_cond)), 0.0)
+    t = ratio_statistic(f_cond, f_glob)
     poi_hat = np.asarray(x_glob)[:, :k]
     if one_sided:
         t = np.where(np.all(poi_hat <= np.asarray(test_poi), axis=1), t, 0.0)
