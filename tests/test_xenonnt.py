@@ -221,9 +221,9 @@ def test_xenonnt_stages_beside_give_the_same_summary_and_lines(tmp_path, monkeyp
 
 
 def test_xenonnt_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch):
-    """Where the μ_ν stages raise while the NSI and mediator stages run beside them, run_xenonnt
-    waits for those (each with a warning filter of its own) before it leaves: the error raised is
-    the μ_ν stages', both stages have ended and the caller's warning filters are back."""
+    """Where the μ_ν fit and profile raise while the toy, NSI and mediator stages run beside them,
+    run_xenonnt waits for those (each with a warning filter of its own) before it leaves: the error
+    raised is the μ_ν stage's, the three stages have ended and the caller's warning filters are back."""
     import threading
     import time
     import warnings
@@ -233,7 +233,11 @@ def test_xenonnt_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch)
 
     monkeypatch.setenv("NUEJAX_AHEAD", "1")
     monkeypatch.setattr(ahead, "spare_cores", lambda: 4)
-    monkeypatch.setattr(xenonnt_run, "xenonnt_sr0_model", lambda unbinned=False: ("model", "data"))
+    class Model:  # what run_xenonnt reads of the model before its stages
+        def release(self, *names):
+            return self
+
+    monkeypatch.setattr(xenonnt_run, "xenonnt_sr0_model", lambda unbinned=False: (Model(), "data"))
     monkeypatch.setattr(xenonnt_run, "fast_model", lambda m: m)
     ended = []
 
@@ -248,11 +252,12 @@ def test_xenonnt_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch)
 
     monkeypatch.setattr(xenonnt_run, "_nsi", stage)
     monkeypatch.setattr(xenonnt_run, "_mediators", stage)
+    monkeypatch.setattr(xenonnt_run, "_mu_nu_toys", stage)
     monkeypatch.setattr(xenonnt_run, "_mu_nu", broken)
     filters = list(warnings.filters)
     with pytest.raises(RuntimeError, match="mu_nu stages failed"):
         xenonnt_run.run_xenonnt(tmp_path, plots=False)
-    assert len(ended) == 2 and threading.current_thread().name not in ended
+    assert len(ended) == 3 and threading.current_thread().name not in ended
     assert list(warnings.filters) == filters
 
 

@@ -30,6 +30,7 @@ nuejax.cache.enable_compilation_cache()
 import jax  # noqa: E402
 
 from nuejax.analyses import combine_run  # noqa: E402
+from nuejax.analyses._clock import StageClock  # noqa: E402
 
 
 def main(argv=None):
@@ -37,23 +38,21 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     ap.add_argument("--top", type=int, default=40)
     a = ap.parse_args(argv)
-    lines = []
-    say = lines.append
+    say = StageClock()  # the stage splits its models' work with say.branch()
     t0 = time.perf_counter()
     models, data, calibration = combine_run._models(say)
     out = {"device": str(jax.devices()[0]), "jax": jax.__version__, "models_s": time.perf_counter() - t0}
     t0 = time.perf_counter()
     combine_run._mediator_curves(data, combine_run.MASSES, calibration, say, False)
     out["first_s"] = time.perf_counter() - t0
-    marks = []
-    stamp = lambda msg: marks.append((round(time.perf_counter() - t1, 3), msg))  # noqa: E731
+    stamp = StageClock()
     prof = cProfile.Profile()
     t1 = time.perf_counter()
     prof.enable()
     combine_run._mediator_curves(data, combine_run.MASSES, calibration, stamp, False)
     prof.disable()
     out["warm_s"] = time.perf_counter() - t1
-    out["lines"] = marks
+    out["lines"] = stamp.timed_lines()
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(a.top)
     out["profile"] = buf.getvalue()

@@ -1,11 +1,12 @@
 """Every solver launch of one stage of ``nuejax combine``: its time, rows, iterations and
 converged rows, and each row's iterations and end point.
 
-    python benchmarks/probes/solver_launches_probe.py mu|eps [--npz FILE]
+    python benchmarks/probes/solver_launches_probe.py mu|eps|med [--npz FILE]
 
 Builds the combination's models (stage 1 of ``nuejax.analyses.combine_run``, from the package's
 cache folder where it holds them), then runs stage 2 (``mu``: μ_ν's profiles and the
-combination's asymptotic CLs) or stage 3 (``eps``: the (ε^L_ee, ε^R_ee) regions) with
+combination's asymptotic CLs), stage 3 (``eps``: the (ε^L_ee, ε^R_ee) regions) or stage 4
+(``med``: the mediator curves, their models built first) with
 ``fitting.row_solver`` wrapped: each launch is timed to its end (``block_until_ready``) and its
 rows' iterations, −2 ln L and status are kept. Prints one line per launch ``(seconds, rows,
 largest iterations, summed iterations, converged rows)``; ``--npz`` saves, per launch, an array
@@ -32,26 +33,31 @@ nuejax.cache.enable_compilation_cache()
 import numpy as np  # noqa: E402
 
 from nuejax.analyses import combine_run  # noqa: E402
+from nuejax.analyses._clock import StageClock  # noqa: E402
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=("mu", "eps"))
+    ap.add_argument("stage", choices=("mu", "eps", "med"))
     ap.add_argument("--npz", default=None, help="save each launch's rows (iterations, -2 ln L, status)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     print("nuejax from", nuejax.__file__, flush=True)
     with common.timed_solver_launches() as timed:
         t0 = time.perf_counter()
-        models, data, _ = combine_run._models(print)
+        say = StageClock(print)  # the stages split their models' work with say.branch()
+        models, data, calibration = combine_run._models(say)
         print(f"models {time.perf_counter() - t0:.2f} s", flush=True)
         t0 = time.perf_counter()
         if a.stage == "mu":
-            per, _, _ = combine_run._mu_nu(models, data, print)
+            per, _, _ = combine_run._mu_nu(models, data, say)
             out = {k: v["mu_nu_upper_90"] for k, v in per.items()}
-        else:
-            _, per = combine_run._eps_regions(models, data, True, print, False)
+        elif a.stage == "eps":
+            _, per = combine_run._eps_regions(models, data, True, say, False)
             out = {k: v["eps_region_90_points"] for k, v in per.items()}
+        else:
+            curves = combine_run._mediator_curves(data, combine_run.MASSES, calibration, say, False)
+            out = {k: {c: v["couplings"] for c, v in per.items()} for k, per in curves.items()}
         print(f"stage {a.stage} {time.perf_counter() - t0:.2f} s {out}")
     launches, rows = [], []
     for seconds, r in timed:

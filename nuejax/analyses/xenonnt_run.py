@@ -75,19 +75,22 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     model = fast_model(model)
     key = jax.random.PRNGKey(seed)
 
-    # The NSI and mediator stages need only the model and the data: where the machine has cores to
-    # spare they run beside the μ_ν stages (their programs trace, lower and compile side by side)
-    # and say their lines in order afterwards. Only this thread sets warning filters around them
-    # (``warnings.catch_warnings`` is not thread-safe: a stage's own block, as around fit's MINUIT
-    # set-up, may then leave or lift a filter early, but only inside this block, which is left only
-    # once every stage has ended, also where one raised, and then restores the caller's filters).
-    stages = {"eps": lambda say, in_turn: _nsi(model, data, say),
+    # The toy constructions, the NSI and the mediator stages need only the model and the data:
+    # where the machine has cores to spare they run beside the μ_ν fit and profile (their programs
+    # trace, lower and compile side by side) and say their lines in order afterwards. Only this
+    # thread sets warning filters around them (``warnings.catch_warnings`` is not thread-safe: a
+    # stage's own block, as around fit's MINUIT set-up, may then leave or lift a filter early, but
+    # only inside this block, which is left only once every stage has ended, also where one raised,
+    # and then restores the caller's filters).
+    m_mu = model.release("mu_nu")
+    stages = {"toys": lambda say, in_turn: _mu_nu_toys(m_mu, data, say, n_toys, fc, key),
+              "eps": lambda say, in_turn: _nsi(model, data, say),
               "med": lambda say, in_turn: _mediators(unbinned, data, masses, say)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        mu, out = with_stages_beside(say, lambda: _mu_nu(model, data, say, n_toys, fc, key), stages,
-                                     min_spare=BESIDE_MIN_SPARE)
-    m_mu, fit_mu, mu_scan, asym, q_limit, toys, fc_res = mu
+        mu, out = with_stages_beside(say, lambda: _mu_nu(m_mu, data, say), stages, min_spare=BESIDE_MIN_SPARE)
+    fit_mu, mu_scan, asym, q_limit = mu
+    toys, fc_res = out["toys"]
     fit_eps, sL, sR, iL, iR = out["eps"]
     mediators = out["med"]
 
@@ -151,31 +154,33 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     return summary
 
 
-def _mu_nu(model, data, say, n_toys, fc, key):
-    """Stages 2 and 3: μ_ν's fit, profile and asymptotic CLs, then its toy constructions (CLs+b
-    and CLs, Feldman-Cousins where ``fc``; none where ``n_toys`` is 0)."""
+def _mu_nu(m_mu, data, say):
+    """Stage 2: μ_ν's fit, profile and asymptotic CLs (``m_mu``: the model with μ_ν released)."""
     say("[2/5] mu_nu: fit, profile, asymptotic q~ and CLs")
-    m_mu = model.release("mu_nu")
     fit_mu = fit(m_mu, data)
     mu_scan = profile_scan(m_mu, data, "mu_nu", MU_GRID, n_iter=SCAN_ITER)
     asym = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST)
     q_limit = mu_scan.upper_limit(0.9)
     say(f"      best mu_nu = {float(fit_mu.values['mu_nu']):.3g}; q~ asymptotic limit {q_limit} x 1e-11 mu_B; "
         f"CLs {asym.limit}, CLs+b {asym.limit_sb}, expected CLs+b {asym.expected_sb.get('0')}")
+    return fit_mu, mu_scan, asym, q_limit
 
-    toys = None
-    fc_res = None
-    if n_toys > 0:
-        say(f"[3/5] mu_nu from toys: Neyman construction with q~ (CLs+b) and CLs, {n_toys} toys per value")
-        # the Feldman-Cousins interval from the same toys: both statistics come from the same two
-        # fits of a toy, so it adds only the background-only toys fitted at 0 (cls_upper_limit)
-        toys = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST, n_toys=n_toys, key=key, feldman_cousins=fc)
-        fc_res = toys.feldman_cousins
-        say(f"      CLs+b {toys.limit_sb}, CLs {toys.limit}, expected CLs+b {toys.expected_sb}"
-            + ("" if fc_res is None else f"; Feldman-Cousins {fc_res.interval}"))
-    else:
+
+def _mu_nu_toys(m_mu, data, say, n_toys, fc, key):
+    """Stage 3: μ_ν's toy constructions (CLs+b and CLs, and Feldman-Cousins from the same toys
+    where ``fc``; none where ``n_toys`` is 0). Needs nothing from stage 2: the construction fits
+    the data itself."""
+    if n_toys <= 0:
         say("[3/5] (no toys)")
-    return m_mu, fit_mu, mu_scan, asym, q_limit, toys, fc_res
+        return None, None
+    say(f"[3/5] mu_nu from toys: Neyman construction with q~ (CLs+b) and CLs, {n_toys} toys per value")
+    # the Feldman-Cousins interval from the same toys: both statistics come from the same two fits
+    # of a toy, so it adds only the background-only toys fitted at 0 (cls_upper_limit)
+    toys = cls_upper_limit(m_mu, data, "mu_nu", MU_TEST, n_toys=n_toys, key=key, feldman_cousins=fc)
+    fc_res = toys.feldman_cousins
+    say(f"      CLs+b {toys.limit_sb}, CLs {toys.limit}, expected CLs+b {toys.expected_sb}"
+        + ("" if fc_res is None else f"; Feldman-Cousins {fc_res.interval}"))
+    return toys, fc_res
 
 
 def _nsi(model, data, say):
