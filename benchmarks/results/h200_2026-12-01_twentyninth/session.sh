@@ -6,7 +6,7 @@
 #   xenonnt  `nuejax xenonnt` before and after (this checkout), alternated: first runs on empty cache
 #            folders, then two warm runs each, with compile logs (the twenty-sixth session's case);
 #            first call: before a7cf0c9 (Feldman-Cousins with toys of its own), after 6bf9f98 (from
-#            the CLs run's toys); third call: before 6bf9f98, after cfcb552 (the toys beside the fit)
+#            the CLs run's toys); third call: before 6bf9f98, after a08afc4 (the toys beside the fit)
 #   combine  the same for `nuejax combine` (.ab_before: 79b951e, before both mediators' scans shared
 #            their launches), then one warm run of each with its stages in turn
 #   med      `nuejax combine`'s mediator stage warm under cProfile (probes/combine_mediators_profile.py),
