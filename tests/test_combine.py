@@ -218,9 +218,16 @@ def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=
 
     names = ("borexino", "xenonnt", "combined")
 
-    def models(say):
+    def models(say, on_calibration=None):
         say("[1/5] models")
+        if on_calibration is not None:
+            on_calibration("calibration")
         return {n: n for n in names}, {n: n for n in names}, "calibration"
+
+    def mediator_models(calibration, say, in_turn):
+        time.sleep(0.1)
+        calls.append(("med_models", in_turn, threading.current_thread().name, calibration))
+        return {"borexino": "borexino_med", "xenonnt": "xenonnt_med"}
 
     def mu_nu(models, data, say):
         if mu_fails:
@@ -239,13 +246,15 @@ def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=
         calls.append(("eps", in_turn, threading.current_thread().name, lines is not None and "[3/5] eps" in lines))
         return {n: Saved(n) for n in names}, {n: {"eps_region_90_points": 3} for n in names}
 
-    def med(data, masses, calibration, say, in_turn):
+    def med(data, masses, calibration, say, in_turn, early=None):
         time.sleep(0.3)
-        calls.append(("med", in_turn, threading.current_thread().name, None))
+        # the mediator models' builds started in stage 1 (beside), else none
+        calls.append(("med", in_turn, threading.current_thread().name, None if early is None else early[0].result()))
         say("[4/5] mediators")
         return {n: {"scalar": [n]} for n in names}
 
-    for name, fn in (("_models", models), ("_mu_nu", mu_nu), ("_eps_regions", eps), ("_mediator_curves", med)):
+    for name, fn in (("_models", models), ("_mu_nu", mu_nu), ("_eps_regions", eps), ("_mediator_curves", med),
+                     ("_mediator_models", mediator_models)):
         monkeypatch.setattr(combine_run, name, fn)
 
 
@@ -276,8 +285,13 @@ def test_combine_stages_beside_give_the_summary_and_lines_in_turn(tmp_path, monk
     main = threading.current_thread().name
     assert [(k, t) for k, t, _, _ in runs["in_turn"][2]] == [("eps", True), ("med", True)]
     assert all(n == main for _, _, n, _ in runs["in_turn"][2]) and runs["cpu"][2] == runs["in_turn"][2]
-    assert sorted((k, t) for k, t, _, _ in runs["beside"][2]) == [("eps", False), ("med", False)]
+    assert runs["in_turn"][2][1][3] is None  # in turn the stage builds its mediator models itself
+    # beside, the mediator models' builds start on the calibration, in stage 1, and the stage takes them
+    assert sorted((k, t) for k, t, _, _ in runs["beside"][2]) == [("eps", False), ("med", False),
+                                                                    ("med_models", False)]
     assert all(n != main for _, _, n, _ in runs["beside"][2])
+    med = {k: x for k, _, _, x in runs["beside"][2]}
+    assert med["med_models"] == "calibration" and med["med"] == {"borexino": "borexino_med", "xenonnt": "xenonnt_med"}
     live = {label: [x for k, _, _, x in runs[label][2] if k == "eps"] for label in runs}
     assert live == {"in_turn": [True], "cpu": [True], "beside": [False]}
     ref = runs["in_turn"]
@@ -292,8 +306,9 @@ def test_combine_stages_beside_give_the_summary_and_lines_in_turn(tmp_path, monk
 
 def test_combine_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch):
     """Where the μ_ν stage raises while the ε and mediator stages run beside it, run_combine waits
-    for them before it leaves: the error is the μ_ν stage's, both stages ended, the caller's
-    warning filters are back."""
+    for them before it leaves: the error is the μ_ν stage's, both stages (and the mediator models'
+    builds started in stage 1) ended, the caller's warning filters are back; where stage 1 raises
+    after those builds started, they end before the error leaves."""
     import warnings
 
     from nuejax._internal import ahead
@@ -307,5 +322,15 @@ def test_combine_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch)
     filters = list(warnings.filters)
     with pytest.raises(RuntimeError, match="mu_nu stage failed"):
         combine_run.run_combine(tmp_path, plots=False)
-    assert sorted(k for k, *_ in calls) == ["eps", "med"]
+    assert sorted(k for k, *_ in calls) == ["eps", "med", "med_models"]
     assert list(warnings.filters) == filters
+
+    def models_fail(say, on_calibration=None):
+        on_calibration("calibration")
+        raise RuntimeError("stage 1 failed")
+
+    calls.clear()
+    monkeypatch.setattr(combine_run, "_models", models_fail)
+    with pytest.raises(RuntimeError, match="stage 1 failed"):
+        combine_run.run_combine(tmp_path, plots=False)
+    assert [k for k, *_ in calls] == ["med_models"]  # its 0.1 s build ended before the error left

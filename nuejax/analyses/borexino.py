@@ -53,7 +53,7 @@ from ..physics.rates import source_rates
 from ..physics.spectra import build_source, uniform_recoil_edges
 
 __all__ = ["EXPOSURE", "SOLAR", "BACKGROUNDS", "PUBLISHED_CNO", "SSM_UNCERTAINTY", "Phase3Choices", "phase3_data",
-           "calibration_targets", "borexino_phase3_model", "sm_rates", "ssm_constrained"]
+           "calibration_targets", "phase3_calibration", "borexino_phase3_model", "sm_rates", "ssm_constrained"]
 
 #: day x 100 t after the TFC cut (FORMAT.md: 1431.6 d x 71.3 t x 63.97 %)
 EXPOSURE = 1431.6 * 0.713 * 0.6397
@@ -209,6 +209,22 @@ def _physics_parameters(general_nsi: tuple = (), mediators: bool = False, fast: 
     return out
 
 
+def phase3_calibration(choices: Phase3Choices = Phase3Choices(), *, progress=None):
+    """The detector response calibrated on the published shapes for ``choices`` (its
+    ``fit_calibration_norms`` and ``n_T``; :func:`~nuejax.detector.calibration.calibrate_response`
+    on :func:`calibration_targets`, a cached entry): what :func:`borexino_phase3_model` fits where
+    it is given none, for a caller that builds several models on one calibration and wants it
+    first (``nuejax combine`` starts its mediator models' builds on it)."""
+    say = progress or (lambda msg: None)
+    edges = packaged_borexino_shape("pp").edges  # all ten shapes share these bins
+    with on_host():  # a few hundred small programs, compiled faster for the CPU (nuejax._internal.placement)
+        t0 = time.perf_counter()
+        calibration = calibrate_response(calibration_targets(), edges, fit_norms=choices.fit_calibration_norms,
+                                         n_T=choices.n_T)
+    say(f"calibrated the response on the published pp, 7Be, pep, CNO shapes in {time.perf_counter() - t0:.1f} s")
+    return calibration
+
+
 def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibration=None, fast: bool = True,
                           progress=None):
     """Build the Phase-III model (module docstring) and return ``(model, data, calibration)``.
@@ -226,12 +242,9 @@ def borexino_phase3_model(choices: Phase3Choices = Phase3Choices(), *, calibrati
         raise InputError("Phase3Choices: mediators with general_nsi have no fast path; build with fast=False")
     data = phase3_data(choices)
     edges = packaged_borexino_shape("pp").edges  # all ten shapes share these bins
+    if calibration is None:
+        calibration = phase3_calibration(choices, progress=say)
     with on_host():  # a few hundred small programs, compiled faster for the CPU (nuejax._internal.placement)
-        if calibration is None:
-            t0 = time.perf_counter()
-            calibration = calibrate_response(calibration_targets(), edges, fit_norms=choices.fit_calibration_norms,
-                                             n_T=choices.n_T)
-            say(f"calibrated the response on the published pp, 7Be, pep, CNO shapes in {time.perf_counter() - t0:.1f} s")
         t0 = time.perf_counter()
         built = []
 

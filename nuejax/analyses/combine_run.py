@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from concurrent.futures import wait
 from pathlib import Path
 
 import jax
@@ -28,7 +29,8 @@ from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_
 from ..model.combine import combine
 from ..model.fast import fast_model
 from ._clock import StageClock, each_beside, with_stages_beside
-from .borexino import Phase3Choices, borexino_phase3_model, ssm_constrained
+from .._internal.ahead import beside
+from .borexino import Phase3Choices, borexino_phase3_model, phase3_calibration, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves
 from .xenonnt import xenonnt_sr0_model
 
@@ -64,7 +66,24 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
     masses = np.asarray(masses, dtype=float)
-    models, data, calibration = _models(say)
+    # the mediator models need only the calibration: on an accelerator with cores to spare their
+    # builds start as soon as it is done, beside the other models' builds (a first run's mediator
+    # stage otherwise began by building them once stage 1 had ended)
+    early = {}
+
+    def start_mediator_models(calibration):
+        if masses.size and _beside_allowed():
+            branch = say.branch()
+            f = beside(_mediator_models, calibration, branch, False, min_spare=BESIDE_MIN_SPARE)
+            if f is not None:
+                early["med"] = (f, branch)
+
+    try:
+        models, data, calibration = _models(say, on_calibration=start_mediator_models)
+    except BaseException:
+        if "med" in early:  # the builds end before the error leaves, as every stage run beside does
+            wait([early["med"][0]])
+        raise
 
     # The ε and mediator stages need only the models and the data: on an accelerator with cores to
     # spare they run beside the μ_ν stage (their programs trace, lower and compile side by side) and
@@ -76,7 +95,8 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     # thread compiles, so a CPU runs them in turn. Warning filters as in nuejax.analyses.xenonnt_run:
     # only this thread sets them, in one block left only once every stage has ended.
     stages = {"eps": lambda say, in_turn: _eps_regions(models, data, eps, say, in_turn),
-              "med": lambda say, in_turn: _mediator_curves(data, masses, calibration, say, in_turn)}
+              "med": lambda say, in_turn: _mediator_curves(data, masses, calibration, say, in_turn,
+                                                           early.get("med"))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         (per, scans, expected), done = with_stages_beside(
@@ -119,11 +139,16 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     return summary
 
 
-def _models(say):
+def _models(say, on_calibration=None):
     """Stage 1: the two experiments' models, their combination and the three data sets, and the
-    Borexino calibration (which the mediator models reuse)."""
+    Borexino calibration (which the mediator models reuse; ``on_calibration(calibration)`` is
+    called as soon as it is done, before the models are built)."""
     say("[1/5] models: Borexino Phase III (SSM-constrained rates), XENONnT SR0 (B0 with the package's SM)")
-    bx, bdata, calibration = borexino_phase3_model(progress=lambda m: say("      " + m))
+    line = lambda m: say("      " + m)  # noqa: E731
+    calibration = phase3_calibration(progress=line)
+    if on_calibration is not None:
+        on_calibration(calibration)
+    bx, bdata, _ = borexino_phase3_model(calibration=calibration, progress=line)
     bx = ssm_constrained(bx)
     xe, xdata = xenonnt_sr0_model()
     xe = fast_model(xe)  # as nuejax xenonnt: μ_ν and ε on the fast path (Borexino's model is on it already)
@@ -184,18 +209,28 @@ def _eps_regions(models, data, eps, say, in_turn):
     return {k: v[0] for k, v in done.items()}, {k: v[1] for k, v in done.items()}
 
 
-def _mediator_curves(data, masses, calibration, say, in_turn):
+def _mediator_models(calibration, say, in_turn) -> dict:
+    """The two experiments' models with both mediators on their fast path; XENONnT's builds beside
+    Borexino's (where the models' fits may run beside each other)."""
+    builds = {"borexino": lambda: ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True),
+                                                                        calibration=calibration)[0]),
+              "xenonnt": lambda: xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)[0]}
+    return _each_model(say, lambda name, build, say: build(), builds, beside_ok=not in_turn)
+
+
+def _mediator_curves(data, masses, calibration, say, in_turn, early=None):
     """Stage 4: the mediator exclusion curves of each experiment and the combination (none where
-    ``masses`` is empty), on the models rebuilt with both mediators on their fast path."""
+    ``masses`` is empty), on the models rebuilt with both mediators on their fast path (``early``:
+    their builds started in stage 1, a future and the branch its lines go to)."""
     if not masses.size:
         say("[4/5] (mediator curves skipped)")
         return {}
     say(f"[4/5] mediators: coupling limits at {masses.size} masses, each experiment and combined")
-    # XENONnT's model builds beside Borexino's (where the models' fits may run beside each other)
-    builds = {"borexino": lambda: ssm_constrained(borexino_phase3_model(Phase3Choices(mediators=True),
-                                                                        calibration=calibration)[0]),
-              "xenonnt": lambda: xenonnt_sr0_model(mediators=("zprime", "phi"), fast_mediators=True)[0]}
-    built = _each_model(say, lambda name, build, say: build(), builds, beside_ok=not in_turn)
+    if early is not None:
+        built = early[0].result()
+        say.replay(early[1])
+    else:
+        built = _mediator_models(calibration, say, in_turn)
     bx_med, xe_med = built["borexino"], built["xenonnt"]
     med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
     med = {"borexino": bx_med, "xenonnt": xe_med,
