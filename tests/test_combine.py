@@ -304,6 +304,41 @@ def test_combine_stages_beside_give_the_summary_and_lines_in_turn(tmp_path, monk
         assert json.dumps(runs[label][0], sort_keys=True) == json.dumps(ref[0], sort_keys=True)
 
 
+def test_combine_stages_in_turn_wait_for_the_early_mediator_builds(tmp_path, monkeypatch):
+    """Where the mediator models' builds started in stage 1 but the stages run in turn (the two
+    decided apart; forced here), a stage starts, and drops the compiled programs, only once the
+    builds have ended."""
+    import threading
+    import time
+
+    from nuejax._internal import ahead
+    from nuejax.analyses import _clock, combine_run
+
+    monkeypatch.setattr(ahead, "spare_cores", lambda: 4)
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(combine_run, "BESIDE_ON_CPU", True)
+    calls, events = [], []
+    _fake_combine_stages(monkeypatch, combine_run, calls)
+
+    def slow_builds(calibration, say, in_turn):
+        time.sleep(0.5)
+        events.append(("built", time.perf_counter(), threading.current_thread().name))
+        return {"borexino": "b", "xenonnt": "x"}
+
+    def eps(models, data, eps, say, in_turn):
+        events.append(("eps", time.perf_counter(), in_turn))
+        return {}, {}
+
+    monkeypatch.setattr(combine_run, "_mediator_models", slow_builds)
+    monkeypatch.setattr(combine_run, "_eps_regions", eps)
+    in_turn = lambda *a, **k: _clock.with_stages_beside(*a, **{**k, "allowed": False})  # noqa: E731
+    monkeypatch.setattr(combine_run, "with_stages_beside", in_turn)
+    combine_run.run_combine(tmp_path, plots=False)
+    (what, t_built, thread), (what2, t_eps, told) = events
+    assert (what, what2, told) == ("built", "eps", True) and thread != threading.current_thread().name
+    assert t_eps >= t_built
+
+
 def test_combine_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch):
     """Where the μ_ν stage raises while the ε and mediator stages run beside it, run_combine waits
     for them before it leaves: the error is the μ_ν stage's, both stages (and the mediator models'

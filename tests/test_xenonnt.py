@@ -196,8 +196,9 @@ def test_nuejax_xenonnt_json_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_xenonnt_stages_beside_give_the_same_summary_and_lines(tmp_path, monkeypatch):
-    """nuejax xenonnt runs its NSI and mediator stages beside the μ_ν stages where cores are to
-    spare: the summary equals the one of the stages run in turn (asymptotic, one mediator mass),
+    """nuejax xenonnt runs its toy, NSI and mediator stages beside the μ_ν fit and profile where
+    cores are to spare: the summary equals the one of the stages run in turn (asymptotic, one
+    mediator mass; the toy stage beside with toys was compared on a GPU: benchmarks/NOTES.md),
     number for number, and the progress lines come out in the same order; the caller's warning
     filters are restored."""
     import warnings

@@ -78,30 +78,45 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
             if f is not None:
                 early["med"] = (f, branch)
 
+    def builds_ended():
+        if "med" in early:
+            wait([early["med"][0]])
+
+    def in_turn_after_builds(stage):
+        # a stage run in turn drops the compiled programs first (jax.clear_caches): not while the
+        # early builds compile (they start under the conditions the stages run beside under, so
+        # this only guards against the two parting)
+        def run(say, in_turn):
+            if in_turn:
+                builds_ended()
+            return stage(say, in_turn)
+
+        return run
+
+    # the builds end before this returns or raises, as every stage run beside does
     try:
         models, data, calibration = _models(say, on_calibration=start_mediator_models)
-    except BaseException:
-        if "med" in early:  # the builds end before the error leaves, as every stage run beside does
-            wait([early["med"][0]])
-        raise
 
-    # The ε and mediator stages need only the models and the data: on an accelerator with cores to
-    # spare they run beside the μ_ν stage (their programs trace, lower and compile side by side) and
-    # say their lines in order afterwards; inside each stage the three models' fits run beside each
-    # other too (_each_model: on one H200 the first run 101.0 -> 87.2 s, warm 22.5 -> 20.2 s,
-    # benchmarks/NOTES.md). In turn, each stage first drops the programs of the one
-    # before (jax.clear_caches), which keeps a long CPU run's JIT code memory bounded (LLVM ran out
-    # of mappable memory after ~30 minutes of compiles); beside, nothing may be dropped while another
-    # thread compiles, so a CPU runs them in turn. Warning filters as in nuejax.analyses.xenonnt_run:
-    # only this thread sets them, in one block left only once every stage has ended.
-    stages = {"eps": lambda say, in_turn: _eps_regions(models, data, eps, say, in_turn),
-              "med": lambda say, in_turn: _mediator_curves(data, masses, calibration, say, in_turn,
-                                                           early.get("med"))}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        (per, scans, expected), done = with_stages_beside(
-            say, lambda: _mu_nu(models, data, say), stages, min_spare=BESIDE_MIN_SPARE,
-            allowed=_beside_allowed())
+        # The ε and mediator stages need only the models and the data: on an accelerator with cores
+        # to spare they run beside the μ_ν stage (their programs trace, lower and compile side by
+        # side) and say their lines in order afterwards; inside each stage the three models' fits
+        # run beside each other too (_each_model: on one H200 the first run 101.0 -> 87.2 s, warm
+        # 22.5 -> 20.2 s, benchmarks/NOTES.md). In turn, each stage first drops the programs of the
+        # one before (jax.clear_caches), which keeps a long CPU run's JIT code memory bounded (LLVM
+        # ran out of mappable memory after ~30 minutes of compiles); beside, nothing may be dropped
+        # while another thread compiles, so a CPU runs them in turn. Warning filters as in
+        # nuejax.analyses.xenonnt_run: only this thread sets them, in one block left only once every
+        # stage has ended.
+        stages = {"eps": in_turn_after_builds(lambda say, in_turn: _eps_regions(models, data, eps, say, in_turn)),
+                  "med": in_turn_after_builds(lambda say, in_turn: _mediator_curves(data, masses, calibration, say,
+                                                                                    in_turn, early.get("med")))}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            (per, scans, expected), done = with_stages_beside(
+                say, lambda: _mu_nu(models, data, say), stages, min_spare=BESIDE_MIN_SPARE,
+                allowed=_beside_allowed())
+    finally:
+        builds_ended()
     regions, eps_per = done["eps"]
     curves = done["med"]
     for name in per:

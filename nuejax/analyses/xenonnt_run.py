@@ -48,9 +48,8 @@ MU_TEST = np.linspace(0.1, 1.4, 14)
 EPS_L_GRID = np.linspace(-2.0, 1.0, 13)
 EPS_R_GRID = np.linspace(-2.0, 2.0, 17)
 SCAN_ITER = 40
-#: Cores to spare (beyond the main thread's) for the NSI and mediator stages to run beside the
-#: μ_ν stages (one each, and one for the main work's compiling), as in ``nuejax borexino``; on 2
-#: cores every stage runs in turn.
+#: Cores to spare (beyond the main thread's) for the toy, NSI and mediator stages to run beside the
+#: μ_ν fit and profile (one each), as in ``nuejax borexino``; on 2 cores every stage runs in turn.
 BESIDE_MIN_SPARE = 3
 
 

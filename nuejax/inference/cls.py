@@ -89,7 +89,9 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
     background-only ones, each fitted once more at 0 (``n_toys`` rows added to the
     ``2 n_values n_toys``). Each construction is the one its function runs alone, drawn from
     other toy indices; the two results share their toys, so their fluctuations are correlated.
-    Where both are wanted this costs about two thirds of running them apart."""
+    Where both are wanted this costs about two thirds of running them apart. The CLs part is the
+    plain run's (the added rows come last); on an accelerator a run of more rows may take other
+    passes (:func:`~nuejax.inference.toys.passes`), which moves the fits within their tolerance."""
     t0 = time.perf_counter()
     check_cl(cl)
     if not isinstance(name, str):

@@ -376,6 +376,9 @@ def merge_runs(folders, out=None) -> Path:
         with np.load(f / SETUP) as z:
             setups.append({k: z[k] for k in z.files})
     for f, s in zip(folders[1:], setups[1:]):
+        if set(s) != set(setups[0]):  # folders of two versions of one run's set-up
+            raise InputError(f"{f}: its set-up holds {sorted(set(s) ^ set(setups[0]))} where {folders[0]}'s does "
+                             "not (or the other way round): the processes ran different versions; rerun them on one")
         for k, v in s.items():
             if not np.allclose(v, setups[0][k], rtol=1e-9, atol=0.0, equal_nan=True):
                 raise InputError(f"{f}: its set-up array {k!r} differs from {folders[0]}'s beyond rounding "
