@@ -150,6 +150,24 @@ def test_cls_with_feldman_cousins_from_the_same_toys(tmp_path):
         cls_upper_limit(m, data, "mu", values, feldman_cousins=True)
 
 
+def test_merging_folders_of_two_versions_of_a_run_names_the_set_up_arrays(tmp_path):
+    """merge_runs refuses slices whose set-ups hold different arrays (two versions of the package
+    ran them) and names the array, instead of failing on a missing key."""
+    m = gaussian_model()
+    data = gaussian_counts(m, 1.7)
+    grid = np.array([0.0, 1.0, 2.0])
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert feldman_cousins(m, data, "mu", grid, 64, key=1, out=a, shard="0/2", chunk=64) is None
+    assert feldman_cousins(m, data, "mu", grid, 64, key=1, out=b, shard="1/2", chunk=64) is None
+    with np.load(b / "setup.npz") as z:
+        kept = {k: z[k] for k in z.files if k != "branch_images"}
+    np.savez(b / "setup.npz", **kept)
+    with pytest.raises(InputError, match="branch_images"):
+        merge_runs([a, b], tmp_path / "merged")
+    with pytest.raises(InputError, match="branch_images"):
+        merge_runs([b, a], tmp_path / "merged2")
+
+
 @pytest.fixture(scope="module")
 def mu_model():
     """A mu_nu-like signal (grows as mu^2) on 10 bins with a Gaussian-constrained background norm."""
