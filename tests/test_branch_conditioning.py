@@ -93,7 +93,9 @@ def test_feldman_cousins_beside_cls_classifies_the_shared_toys(tmp_path):
     config, st, res = read_run(tmp_path / "run")
     g = len(grid)
     assert len(res["t"]) == (2 * g + 1) * n
-    rows = [np.arange(2 * g * n, (2 * g + 1) * n)] + [np.arange(k * n, (k + 1) * n) for k in range(g)]
+    # the s+b toys value by value, then each background-only toy's rows together: at each value, then at 0
+    by_toy = g * n + np.arange(n * (g + 1)).reshape(n, g + 1)
+    rows = [by_toy[:, g]] + [np.arange(k * n, (k + 1) * n) for k in range(g)]
     tested = np.concatenate([[0.0], grid])
     a_gen = st["gen_x"][:, 1]
     for k, idx in enumerate(rows):
@@ -108,8 +110,8 @@ def test_feldman_cousins_beside_cls_classifies_the_shared_toys(tmp_path):
         assert r.t_crit[k] == critical_value(t[ok & own], 0.9)[0], k
         assert r.p_values[k] == np.mean(t[ok & own] >= r.t_obs[k])
     assert np.any(res["poi_hat"][rows[1], 0] > 0.5)  # the test means something: q~ and t differ
-    # the toys at 0 are the background-only toys (same index, same generating point)
-    np.testing.assert_array_equal(res["f_global"][rows[0]], res["f_global"][g * n:(g + 1) * n])
+    # the toys at 0 are the background-only toys (same index, same generating point): one global fit
+    np.testing.assert_array_equal(res["f_global"][rows[0]], res["f_global"][by_toy[:, 0]])
 
 
 @pytest.mark.slow

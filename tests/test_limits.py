@@ -216,6 +216,28 @@ def test_coverage_keeps_each_toys_statistic_and_conditional_nuisances(mu_model):
     np.testing.assert_array_equal(back.t, c.t)
 
 
+def test_a_toys_global_fit_runs_once_for_all_its_rows(mu_model, monkeypatch):
+    """toy_fits fits the global fit of a toy (generating point and index) once for the rows that
+    share it (a CLs run's background-only toys, tested at every value, and at 0 for the
+    Feldman-Cousins interval): the results are those of fitting it in every row, number for
+    number; the rows it runs are one per distinct toy, padded with the first."""
+    from nuejax.inference import toys
+
+    take, back = toys._distinct_toys(np.array([[1.0], [2.0], [1.0], [1.0], [3.0]]), np.array([4, 4, 4, 5, 4]))
+    np.testing.assert_array_equal(take, [0, 1, 3, 4, 0])
+    np.testing.assert_array_equal(back, [0, 1, 0, 2, 3])
+    assert toys._distinct_toys(np.zeros((3, 1)), np.arange(3)) is None
+    data = np.asarray(mu_model.expected(mu_model.parameters.values({"mu_nu": 0.8}))).round()
+    values = [0.5, 1.0, 1.5]
+    once = cls_upper_limit(mu_model, data, "mu_nu", values, n_toys=40, key=7, feldman_cousins=True)
+    monkeypatch.setattr(toys, "_distinct_toys", lambda gen_x, index: None)
+    every = cls_upper_limit(mu_model, data, "mu_nu", values, n_toys=40, key=7, feldman_cousins=True)
+    for k in ("q_obs", "clsb", "clb", "cls"):
+        np.testing.assert_array_equal(getattr(once, k), getattr(every, k), err_msg=k)
+    assert once.expected == every.expected and once.expected_sb == every.expected_sb
+    np.testing.assert_array_equal(once.feldman_cousins.t_crit, every.feldman_cousins.t_crit)
+
+
 def test_toys_redraw_the_auxiliary_measurements(mu_model):
     """A toy is (counts, aux) from one key: the Gaussian constraint's measurement of norm_b is drawn
     about the generating value with its width; the same (key, index) gives the same toy."""

@@ -135,6 +135,9 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
 
     if feldman_cousins:  # absent otherwise: a run stored before the option existed resumes as it was
         extra.update(feldman_cousins=True, bounds=poi_bounds(pr))
+    # each background-only toy's rows next to each other (_cls_rows); a run stored before (rows by
+    # tested value, no such key) loads as it was and is not resumed with this layout
+    extra["background_rows"] = "by_toy"
     n_rows = (2 * len(v) + bool(feldman_cousins)) * n_toys
     return run_construction(pr, "cls", extra, setup, lambda st: _cls_rows(st, n_toys, feldman_cousins), cls_assemble,
                             n_rows=n_rows, n_toys=n_toys, key=key, resample_aux=resample_aux, chunk=chunk, out=out,
@@ -143,21 +146,34 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
 
 
 def _cls_rows(st, n_toys, feldman_cousins=False):
-    """The rows: each value's s+b toys, then the background-only toys tested at each value, then
-    (``feldman_cousins``) the background-only toys tested at 0."""
+    """The rows: each value's s+b toys (value by value), then each background-only toy tested at
+    every value and (``feldman_cousins``) at 0, toy by toy. A toy's rows share its global fit
+    (:func:`~nuejax.inference.toys.toy_fits` fits it once per launch), so they sit together."""
     g = len(st["points"]) - 1  # point 0 is the background-only hypothesis
     k = np.repeat(np.arange(1, g + 1), n_toys)
     gen_sb = st["gen_x"][k]
     idx_sb = np.arange(g * n_toys, dtype=np.uint32)
-    gen_b = np.repeat(st["gen_x"][:1], g * n_toys, axis=0)
-    idx_b = (g * n_toys + np.tile(np.arange(n_toys), g)).astype(np.uint32)
-    test = st["points"][k]
-    rows = {"gen_x": [gen_sb, gen_b], "test": [test, test], "index": [idx_sb, idx_b]}
-    if feldman_cousins:
-        rows["gen_x"].append(gen_b[:n_toys])
-        rows["test"].append(st["points"][np.zeros(n_toys, dtype=int)])
-        rows["index"].append(idx_b[:n_toys])
-    return {n: np.concatenate(r) for n, r in rows.items()}
+    tested = np.r_[1:g + 1, 0] if feldman_cousins else np.arange(1, g + 1)  # points: 0 is μ = 0
+    m = len(tested)
+    gen_b = np.repeat(st["gen_x"][:1], m * n_toys, axis=0)
+    idx_b = (g * n_toys + np.repeat(np.arange(n_toys), m)).astype(np.uint32)
+    test_b = st["points"][np.tile(tested, n_toys)]
+    return {"gen_x": np.concatenate([gen_sb, gen_b]), "test": np.concatenate([st["points"][k], test_b]),
+            "index": np.concatenate([idx_sb, idx_b])}
+
+
+def _row_layout(config):
+    """Where a run's rows are (:func:`_cls_rows`): the s+b toys' (g, n), the background-only toys'
+    at each value (g, n) and, with ``feldman_cousins``, at 0 (n,) or None. A run stored before the
+    toys' rows sat together has its background-only rows value by value, the ones at 0 last."""
+    n, g = int(config["n_toys"]), len(config["axes"][0])
+    sb = np.arange(g * n).reshape(g, n)
+    fc = bool(config.get("feldman_cousins"))
+    if config.get("background_rows") == "by_toy":
+        m = g + fc
+        b = g * n + np.arange(n * m).reshape(n, m)
+        return sb, b[:, :g].T, (b[:, g] if fc else None)
+    return sb, g * n + np.arange(g * n).reshape(g, n), (2 * g * n + np.arange(n) if fc else None)
 
 
 def _fc_from_cls(config, st, res, seconds):
@@ -165,8 +181,8 @@ def _fc_from_cls(config, st, res, seconds):
     at 0 the background-only toys fitted at 0 (the last rows), at each tested value its s+b toys,
     with the two-sided statistic of their fits; assembled as :func:`feldman_cousins` assembles its
     own run."""
-    n_toys, g = int(config["n_toys"]), len(config["axes"][0])
-    rows = np.concatenate([np.arange(2 * g * n_toys, (2 * g + 1) * n_toys), np.arange(g * n_toys)])  # point 0 first
+    sb, _, at_zero = _row_layout(config)
+    rows = np.concatenate([at_zero, sb.ravel()])  # point 0 first
     fc_res = {n: np.asarray(res[n])[rows] for n in ("conv_global", "conv_cond", "nuis_hat")}
     fc_res["t"] = ratio_statistic(np.asarray(res["f_cond"])[rows], np.asarray(res["f_global"])[rows])
     fc_st = {**st, "t_obs": st["t_obs_two_sided"]}
@@ -180,9 +196,11 @@ def cls_assemble(config, st, res, seconds) -> CLsResult:
     n_toys, cl = int(config["n_toys"]), float(config["cl"])
     v = np.asarray(config["axes"][0], dtype=float)
     g = len(v)
-    ok = (res["conv_global"] & res["conv_cond"])[:2 * g * n_toys]  # rows after these: the Feldman-Cousins toys at 0
-    t = np.where(ok, res["t"][:2 * g * n_toys], np.nan)
-    q_sb, q_b = t[:g * n_toys].reshape(g, n_toys), t[g * n_toys:].reshape(g, n_toys)
+    sb, b, _ = _row_layout(config)
+    ok = res["conv_global"] & res["conv_cond"]
+    t = np.where(ok, res["t"], np.nan)
+    q_sb, q_b = t[sb], t[b]
+    ok = ok[np.concatenate([sb.ravel(), b.ravel()])]  # the Feldman-Cousins toys at 0 are not CLs's
     q_obs = st["t_obs"][1:]
 
     def frac_ge(sample, q):

@@ -500,6 +500,26 @@ def _best_start(fun, x, conv):
     return fun[rows, k], x[rows, k], conv[rows, k]
 
 
+def _distinct_toys(gen_x, index):
+    """``(take, back)``: rows that draw each distinct toy (generating point and index) once, in the
+    order of their first rows, padded to the batch's length with the first of them (a row equal
+    to the first is not fitted again: :func:`~nuejax.inference.fitting.over_rows`; the batch keeps
+    its shape, so its compiled program), and each row's position among them; None where every row
+    is a toy of its own."""
+    index = np.asarray(index)
+    if np.unique(index).size == index.size:  # the common case, checked on the indices alone
+        return None
+    keys = np.concatenate([np.asarray(gen_x, dtype=float), index.astype(float)[:, None]], axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    if first.size == len(keys):
+        return None
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    take = np.concatenate([first[order], np.full(len(keys) - first.size, first[order[0]])])
+    return take, rank[np.ravel(inverse)]
+
+
 def ratio_statistic(f_cond, f_global) -> np.ndarray:
     """t = −2 ln λ of each toy from its conditional and global minima: their difference, ≥ 0 (the
     conditional minimum is a feasible point of the global fit, so the global minimum is the lower
@@ -518,7 +538,9 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     minimum, ≥ 0: the conditional minimum is a feasible point of the global fit, so the global
     minimum is the lower of the two; with ``one_sided``, 0 where any fitted POI exceeds its tested
     value: q̃ of Cowan et al. 2011, Eq. 16), both minima, the global fit's POI values, the
-    conditional fit's nuisances and the two fits' KKT flags. Fits start at the generating point, or
+    conditional fit's nuisances and the two fits' KKT flags. Rows of one toy (the same generating
+    point and index: a CLs run's background-only toy at each tested value) share its global fit,
+    fitted once per call (one device). Fits start at the generating point, or
     from every start of the multi-start designs ``designs`` = (global (U, S, d), conditional
     (U, S_c, d − k)) with ``design_index`` (n,) each row's design (:func:`toy_starts`; each fit
     keeps its lowest end point that passes the KKT test), and run in the passes ``scheme`` (default
@@ -535,8 +557,19 @@ def toy_fits(problem: FitProblem, key, gen_x, test_poi, index, *, k: int, max_it
     shape = np.shape(gen_x)
     placed = lambda a: _repeat_rows(a, 1, like=gen_x)  # noqa: E731 - on gen_x's devices
     at_test = np.concatenate([np.asarray(test_poi, dtype=float).reshape(shape[0], k), np.asarray(gen_x)[:, k:]], axis=1)
-    f_glob, x_glob, conv_g = _from_design(kernels, shell, (gen_x, gen_x, placed(_poi_mask(shape, 0)), index), gen_x,
-                                          design_g, design_index, key, scheme)
+    # the global fit of a toy depends on its generating point and index alone: rows that share
+    # both (a CLs run's background-only toy, tested at every value) fit it once (one device: the
+    # rows of a mesh stay as they are split)
+    distinct = _distinct_toys(gen_x, index) if rows_mesh(gen_x) is None else None
+    if distinct is None:
+        f_glob, x_glob, conv_g = _from_design(kernels, shell, (gen_x, gen_x, placed(_poi_mask(shape, 0)), index), gen_x,
+                                              design_g, design_index, key, scheme)
+    else:
+        take, back = distinct
+        gx, ix = placed(np.asarray(gen_x)[take]), placed(np.asarray(index)[take])
+        di = None if design_index is None else np.asarray(design_index)[take]
+        f_glob, x_glob, conv_g = (np.asarray(a)[back] for a in _from_design(
+            kernels, shell, (gx, gx, placed(_poi_mask(shape, 0)), ix), gx, design_g, di, key, scheme))
     if design_c is not None:
         design_c = np.concatenate([np.zeros(np.shape(design_c)[:2] + (k,)), np.asarray(design_c)], axis=-1)
     f_cond, x_cond, conv_c = _from_design(kernels, shell, (gen_x, placed(at_test), placed(_poi_mask(shape, k)), index),
