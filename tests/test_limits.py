@@ -238,6 +238,27 @@ def test_a_toys_global_fit_runs_once_for_all_its_rows(mu_model, monkeypatch):
     np.testing.assert_array_equal(once.feldman_cousins.t_crit, every.feldman_cousins.t_crit)
 
 
+def test_cls_row_layouts_old_and_by_toy():
+    """Where a CLs run's rows are: the s+b toys value by value; the background-only toys value by
+    value (a run stored before 9d54273) or toy by toy (tested at each value, then at 0 with
+    feldman_cousins)."""
+    from nuejax.inference.cls import _row_layout
+
+    sb, b, zero = _row_layout({"n_toys": 2, "axes": [[0.1, 0.2, 0.3]]})
+    np.testing.assert_array_equal(sb, [[0, 1], [2, 3], [4, 5]])
+    np.testing.assert_array_equal(b, [[6, 7], [8, 9], [10, 11]])
+    assert zero is None
+    _, _, zero = _row_layout({"n_toys": 2, "axes": [[0.1, 0.2, 0.3]], "feldman_cousins": True})
+    np.testing.assert_array_equal(zero, [12, 13])
+    sb, b, zero = _row_layout({"n_toys": 2, "axes": [[0.1, 0.2, 0.3]], "feldman_cousins": True,
+                               "background_rows": "by_toy"})
+    np.testing.assert_array_equal(b, [[6, 10], [7, 11], [8, 12]])
+    np.testing.assert_array_equal(zero, [9, 13])
+    _, b, zero = _row_layout({"n_toys": 2, "axes": [[0.1, 0.2, 0.3]], "background_rows": "by_toy"})
+    np.testing.assert_array_equal(b, [[6, 9], [7, 10], [8, 11]])
+    assert zero is None
+
+
 def test_toys_redraw_the_auxiliary_measurements(mu_model):
     """A toy is (counts, aux) from one key: the Gaussian constraint's measurement of norm_b is drawn
     about the generating value with its width; the same (key, index) gives the same toy."""
