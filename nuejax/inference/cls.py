@@ -82,7 +82,8 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
     ``feldman_cousins=True`` (with toys): also the Feldman–Cousins interval of ``name`` at the same
     CL on the grid 0, ``values``, from the same toys (the result's ``feldman_cousins``, a
     :class:`~nuejax.inference.results.FeldmanCousinsResult` as
-    :func:`~nuejax.inference.feldman_cousins` gives, critical values conditioned on the branch).
+    :func:`~nuejax.inference.feldman_cousins` gives, critical values conditioned on the branch;
+    its ``seconds`` are the whole run's).
     Both statistics come from the same two fits of a toy (at the tested value, and free with the
     bound): q̃ sets t to 0 where the fitted value exceeds the tested one, t does not. So the
     interval's toys at each tested value are the signal+background toys, and its toys at 0 the
