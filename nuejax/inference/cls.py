@@ -179,7 +179,7 @@ def _row_layout(config):
 
 def _fc_from_cls(config, st, res, seconds):
     """The Feldman–Cousins result of a CLs run with ``feldman_cousins`` (:func:`cls_upper_limit`):
-    at 0 the background-only toys fitted at 0 (the last rows), at each tested value its s+b toys,
+    at 0 the background-only toys fitted at 0, at each tested value its s+b toys (:func:`_row_layout`),
     with the two-sided statistic of their fits; assembled as :func:`feldman_cousins` assembles its
     own run."""
     sb, _, at_zero = _row_layout(config)
