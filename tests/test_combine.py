@@ -339,6 +339,37 @@ def test_combine_stages_in_turn_wait_for_the_early_mediator_builds(tmp_path, mon
     assert t_eps >= t_built
 
 
+def test_the_mediator_stage_takes_the_early_builds(monkeypatch):
+    """_mediator_curves with builds started in stage 1 (a future and its branch) fits the curves
+    of those models, builds none itself, and says the builds' lines in the stage; without them it
+    builds the models itself."""
+    from concurrent.futures import Future
+
+    from nuejax.analyses import combine_run
+    from nuejax.analyses._clock import StageClock
+
+    built, fitted = [], []
+    monkeypatch.setattr(combine_run, "_mediator_models", lambda calibration, say, in_turn: (
+        built.append(calibration), {"borexino": "bx", "xenonnt": "xe"})[1])
+    monkeypatch.setattr(combine_run, "combine", lambda a, b, labels, shared: f"{a}+{b}")
+    monkeypatch.setattr(combine_run, "mediator_curves", lambda m, data, masses, say, **kw: (
+        fitted.append(m), say(f"      curves of {m}"), {"scalar": m})[2])
+    say = StageClock()
+    branch = say.branch()
+    branch("      built early")
+    future = Future()
+    future.set_result({"borexino": "bx_early", "xenonnt": "xe_early"})
+    data = {"borexino": 0, "xenonnt": 1, "combined": 2}
+    out = combine_run._mediator_curves(data, np.array([1.0]), "calibration", say, True, (future, branch))
+    assert built == [] and sorted(fitted) == ["bx_early", "bx_early+xe_early", "xe_early"]
+    assert out["combined"] == {"scalar": "bx_early+xe_early"}
+    said = [msg for _, msg in say.lines]
+    assert said[0].startswith("[4/5]") and said[1] == "      built early"
+    fitted.clear()
+    out = combine_run._mediator_curves(data, np.array([1.0]), "calibration", StageClock(), True)
+    assert built == ["calibration"] and out["xenonnt"] == {"scalar": "xe"}
+
+
 def test_combine_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch):
     """Where the μ_ν stage raises while the ε and mediator stages run beside it, run_combine waits
     for them before it leaves: the error is the μ_ν stage's, both stages (and the mediator models'
