@@ -139,28 +139,30 @@ def cls_upper_limit(model, data, name: str, values, *, cl: float = 0.9, n_toys: 
     # each background-only toy's rows next to each other (_cls_rows); a run stored before (rows by
     # tested value, no such key) loads as it was and is not resumed with this layout
     extra["background_rows"] = "by_toy"
-    n_rows = (2 * len(v) + bool(feldman_cousins)) * n_toys
-    return run_construction(pr, "cls", extra, setup, lambda st: _cls_rows(st, n_toys, feldman_cousins), cls_assemble,
+    layout = {**extra, "n_toys": n_toys}  # what _row_layout reads of the run's configuration
+    n_rows = sum(a.size for a in _row_layout(layout) if a is not None)
+    return run_construction(pr, "cls", extra, setup, lambda st: _cls_rows(st, layout), cls_assemble,
                             n_rows=n_rows, n_toys=n_toys, key=key, resample_aux=resample_aux, chunk=chunk, out=out,
                             resume=resume, shard=shard, progress=progress, max_iter=max_iter, one_sided=True,
                             label=f"CLs {name}" + (" and Feldman-Cousins" if feldman_cousins else ""), t0=t0)
 
 
-def _cls_rows(st, n_toys, feldman_cousins=False):
-    """The rows: each value's s+b toys (value by value), then each background-only toy tested at
-    every value and (``feldman_cousins``) at 0, toy by toy. A toy's rows share its global fit
-    (:func:`~nuejax.inference.toys.toy_fits` fits it once per launch), so they sit together."""
-    g = len(st["points"]) - 1  # point 0 is the background-only hypothesis
-    k = np.repeat(np.arange(1, g + 1), n_toys)
-    gen_sb = st["gen_x"][k]
-    idx_sb = np.arange(g * n_toys, dtype=np.uint32)
-    tested = np.r_[1:g + 1, 0] if feldman_cousins else np.arange(1, g + 1)  # points: 0 is μ = 0
-    m = len(tested)
-    gen_b = np.repeat(st["gen_x"][:1], m * n_toys, axis=0)
-    idx_b = (g * n_toys + np.repeat(np.arange(n_toys), m)).astype(np.uint32)
-    test_b = st["points"][np.tile(tested, n_toys)]
-    return {"gen_x": np.concatenate([gen_sb, gen_b]), "test": np.concatenate([st["points"][k], test_b]),
-            "index": np.concatenate([idx_sb, idx_b])}
+def _cls_rows(st, config):
+    """The rows of a run, placed where :func:`_row_layout` says: each value's s+b toys (value by
+    value), then each background-only toy tested at every value and (``feldman_cousins``) at 0,
+    toy by toy. A toy's rows share its global fit (:func:`~nuejax.inference.toys.toy_fits` fits it
+    once per launch), so they sit together."""
+    sb, b, at_zero = _row_layout(config)
+    g, n = sb.shape
+    n_rows = sum(a.size for a in (sb, b, at_zero) if a is not None)
+    gen, test = np.zeros(n_rows, dtype=int), np.zeros(n_rows, dtype=int)  # points: 0 is μ = 0
+    index = np.empty(n_rows, dtype=np.uint32)
+    values = np.arange(1, g + 1)[:, None]
+    gen[sb], test[sb], index[sb] = values, values, np.arange(g * n).reshape(g, n)
+    test[b], index[b] = values, g * n + np.arange(n)[None, :]  # the same toy at every value
+    if at_zero is not None:
+        index[at_zero] = g * n + np.arange(n)
+    return {"gen_x": st["gen_x"][gen], "test": st["points"][test], "index": index}
 
 
 def _row_layout(config):
