@@ -72,10 +72,11 @@ def median_ms(fn, *args, n=50) -> float:
 
 
 @contextlib.contextmanager
-def timed_solver_launches():
+def timed_solver_launches(keep_inputs: bool = False):
     """Time every launch of the fits' solver program (``nuejax.inference.fitting.row_solver``)
     while the block runs: yields a list that gains ``(seconds, result)`` per launch, the seconds to
-    the launch's end (``block_until_ready``), the result its rows' ``NewtonResult``."""
+    the launch's end (``block_until_ready``), the result its rows' ``NewtonResult``; with
+    ``keep_inputs`` ``(seconds, result, (problem, pins, starts))``."""
     import jax
 
     from nuejax.inference import fitting
@@ -88,7 +89,7 @@ def timed_solver_launches():
         def call(*operands):
             t = time.perf_counter()
             r = jax.block_until_ready(f(*operands))
-            launches.append((time.perf_counter() - t, r))
+            launches.append((time.perf_counter() - t, r) + ((operands[:3],) if keep_inputs else ()))
             return r
         return call
 

@@ -205,6 +205,70 @@ def test_profiles_are_the_lower_envelope(nsi, reference):
 
 
 @pytest.mark.slow
+def test_envelope_passes_fit_each_start_once(nsi, reference, monkeypatch):
+    """The envelope's passes (scan.profile_points) refit a point only from an end point that no
+    earlier pass started it from, and end where passes that refit every point from every
+    neighbour end (the loop restated below): the same profile, passes and refitted points. The
+    scan starts from one branch alone (one start, on the other branch), so that the passes have
+    a branch to spread (6 passes on this toy)."""
+    import nuejax.inference.scan as scan_mod
+    from nuejax.inference.fitting import best_of_starts
+    from nuejax.inference.problem import Pins
+
+    counts, aux, _, _, _, n_min, _ = reference
+    i = int(np.nonzero(n_min >= 2)[0][1])
+    calls, solve_rows, profile_points, inside = [], scan_mod.solve_rows, scan_mod.profile_points, []
+
+    def recording(problem, x0, fixed=None, **kw):  # the envelope's solves: its first, then one per pass
+        out = solve_rows(problem, x0, fixed, **kw)
+        if inside:
+            calls.append((problem, np.asarray(x0), fixed, kw.get("group", 1), out))
+        return out
+
+    def envelope(*args, **kw):
+        inside.append(1)
+        try:
+            return profile_points(*args, **kw)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(scan_mod, "solve_rows", recording)
+    monkeypatch.setattr(scan_mod, "profile_points", envelope)
+    values = np.linspace(-0.8, 0.8, 9)
+    scan = profile_scan(nsi, counts[i], "eps_etau_L_re", values, aux=_row(aux, i), starts=1, init=WRONG_BRANCH)
+    monkeypatch.undo()
+    assert scan.passes >= 3 and scan.refitted >= 2, (scan.passes, scan.refitted)  # the passes have work
+    problem, x0, pins, g, out = calls[0]
+    n = values.size
+    assert x0.shape[0] == n * g
+    seen = set()
+    for _, x, f, _, _ in calls[1:]:  # no start of a point is fitted in two passes
+        rows = {(tuple(np.round(r[0], 12)), tuple(np.round(p, 12))) for r, p in zip(x, np.asarray(f.values))}
+        assert not rows & seen
+        seen |= rows
+    res = best_of_starts(type(out)(*(np.asarray(a).reshape((n, g) + np.shape(a)[1:]) for a in out)), axis=1)[0]
+    point_pins = Pins(np.asarray(pins.mask)[::g], np.asarray(pins.values)[::g])
+    nb = scan_mod.grid_neighbours((n,))
+    passes, refitted = 0, np.zeros(n, dtype=bool)
+    for passes in range(1, scan_mod.ENVELOPE_PASSES + 1):  # every point from every neighbour, each pass
+        ok = res.converged & np.isfinite(res.fun)
+        use = (nb >= 0) & ok[np.clip(nb, 0, None)]
+        starts = np.where(use[..., None], res.x[np.clip(nb, 0, None)], res.x[:, None, :])
+        m = nb.shape[1]
+        new = solve_rows(problem, starts.reshape(n * m, -1),
+                         Pins(np.repeat(point_pins.mask, m, axis=0), np.repeat(point_pins.values, m, axis=0)))
+        new = best_of_starts(type(new)(*(np.asarray(a).reshape((n, m) + np.shape(a)[1:]) for a in new)), axis=1)[0]
+        better = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun - 1e-6) | ~ok)
+        if not better.any():
+            break
+        refitted |= better
+        res = type(res)(*(np.where(better.reshape((n,) + (1,) * (np.ndim(a) - 1)), b, a) for a, b in zip(res, new)))
+    # equal to rounding: a launch of other rows may round differently (vmapped rows)
+    np.testing.assert_allclose(np.asarray(scan.nll), res.fun, rtol=0, atol=1e-6)
+    assert (scan.passes, scan.refitted) == (passes, int(refitted.sum()))
+
+
+@pytest.mark.slow
 def test_toy_fits_from_the_asimov_design_find_the_global_minimum(nsi):
     """The toys of a Neyman construction start from u, its symmetry images and the minima of an
     Asimov fit at u (toys.toy_starts), not from the full design: on toys at the truth their global
