@@ -77,7 +77,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "is_cached", "argument_key", "fingerprint", "source_digest",
+__all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "is_cached", "load_entry", "store_entry", "argument_key", "fingerprint", "source_digest",
            "treedef_digest", "env_switch", "warn_once",
            "environment", "cache_info", "clear_cache", "prune_cache", "enable_compilation_cache",
            "prune_compiled_programs",
@@ -454,6 +454,37 @@ def is_cached(kind: str, label: str, arguments: dict) -> bool:
         return _entry_path(kind, label, argument_key(kind, arguments)).exists()
     except _Unkeyable:
         return False
+
+
+def load_entry(kind: str, label: str, arguments: dict):
+    """The value :func:`cached` or :func:`store_entry` stored for (``kind``, ``arguments``), or
+    None: no entry, an unreadable one, unkeyable arguments or the cache disabled (a lookup that
+    never builds)."""
+    if not cache_enabled():
+        return None
+    try:
+        key = argument_key(kind, arguments)
+        value = _load(_entry_path(kind, label, key), key)
+    except Exception:  # noqa: BLE001 - unkeyable or unreadable: as if there were none
+        return None
+    return None if value is _MISSING else value
+
+
+def store_entry(kind: str, label: str, arguments: dict, value) -> bool:
+    """Store ``value`` for (``kind``, ``arguments``) in place of what is there (an entry that
+    changes from run to run, which :func:`cached` never rewrites); the write is atomic. Returns
+    whether it was stored (False with the cache disabled, unkeyable arguments, an unstorable
+    value or an unwritable folder: nothing is raised)."""
+    if not re.fullmatch(r"[a-z]+", kind):
+        raise ValueError(f"cache kind must be lowercase letters, got {kind!r}")
+    if not cache_enabled():
+        return False
+    try:
+        key = argument_key(kind, arguments)
+        _store(_entry_path(kind, label, key), key, value)
+    except (OSError, TypeError):  # _Unkeyable and _Unstorable are TypeErrors
+        return False
+    return True
 
 
 def cached(kind: str, label: str, arguments: dict, build: Callable[[], T]) -> T:

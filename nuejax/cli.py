@@ -744,7 +744,12 @@ def main(argv=None) -> int:
     except InputError as err:  # a bad NUEJAX_CACHE or NUEJAX_COMPILATION_CACHE value
         print(f"nuejax: error: {err}", file=sys.stderr)
         return 2
-    return args.func(args)
+    from ._internal.exported import programs_of_run
+
+    # the programs this command's last run with these options loaded, loaded ahead (on disk)
+    options = {k: v for k, v in vars(args).items() if k not in ("func", "out")}
+    with programs_of_run(args.command, options):
+        return args.func(args)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,62 @@ def test_a_second_process_loads_the_program_instead_of_tracing(tmp_path):
     np.testing.assert_allclose(second["value"], [2 * np.sqrt(2.0), 6.0], rtol=1e-14)
 
 
+AHEAD_SCRIPT = textwrap.dedent('''
+    import concurrent.futures, json, logging, sys, threading
+    import jax, jax.numpy as jnp, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    from nuejax._internal import exported
+
+    compiled, traced = [], []
+
+    class Compiles(logging.Handler):
+        def emit(self, record):
+            if "Finished XLA compilation of jit(call)" in record.getMessage():
+                compiled.append(threading.current_thread().name)
+
+    jax.config.update("jax_log_compiles", True)
+    logging.getLogger("jax").addHandler(Compiles())
+
+    def solve(x, n):  # n: a weakly typed scalar, as the solver's iteration limit
+        traced.append(1)
+        return jnp.sin(x) * n
+
+    f = exported.persistent(jax.jit(solve), "test_ahead")
+    with exported.programs_of_run("test-run", {"option": sys.argv[1]}) as started:
+        concurrent.futures.wait(list(exported._AHEAD.values()))  # the loads ahead have ended
+        out = f(np.linspace(0.0, 1.0, 3), jnp.asarray(5))
+    print(json.dumps({"started": started, "traced": len(traced), "compiled": compiled,
+                      "value": np.asarray(out).tolist()}))
+''')
+
+
+def _run_ahead(tmp_path, option):
+    e = dict(os.environ, NUEJAX_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    for k in ("NUEJAX_CACHE", "NUEJAX_EXPORTED", "NUEJAX_AHEAD"):
+        e.pop(k, None)
+    r = subprocess.run([sys.executable, "-c", AHEAD_SCRIPT, option], env=e, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="programs load ahead only where a core is to spare")
+def test_a_run_loads_ahead_the_programs_its_last_run_loaded(tmp_path):
+    """programs_of_run: the first run remembers the program it loaded; the next run with the same
+    options loads it in a background thread from its start, and the call then compiles nothing
+    (the executable loaded ahead is the one it runs: same argument types, a weakly typed scalar
+    among them) and traces nothing; other options start nothing."""
+    first = _run_ahead(tmp_path, "a")
+    assert first["started"] == 0 and first["traced"] == 1 and first["compiled"] == ["MainThread"], first
+    assert len(list((tmp_path / "cache").glob("index-test_run-*.npz"))) == 1
+    second = _run_ahead(tmp_path, "a")
+    assert second["started"] == 1 and second["traced"] == 0, second
+    assert len(second["compiled"]) == 1 and second["compiled"][0].startswith("nuejax-programs"), second
+    assert second["value"] == first["value"]
+    np.testing.assert_allclose(first["value"], 5 * np.sin(np.linspace(0.0, 1.0, 3)), rtol=1e-15)
+    other = _run_ahead(tmp_path, "b")
+    assert other["started"] == 0 and other["traced"] == 0 and other["compiled"] == ["MainThread"], other
+
+
 def test_switched_off_nothing_is_stored(tmp_path):
     out = _run(tmp_path, NUEJAX_EXPORTED="0")
     assert out["traced"] == 1 and not list((tmp_path / "cache").glob("program-*"))

@@ -24,16 +24,36 @@ placement), or the program cannot be exported or stored, the call goes to the ji
 itself: the result is the same program's (tests/test_exported.py).
 
 On with the on-disk cache (``NUEJAX_CACHE``); ``NUEJAX_EXPORTED=0`` turns this part off alone.
+
+**Loaded ahead.** A stored program still costs its loading in every process: JAX's compilation
+cache deserializes the executable (0.7-2.2 s per solver program on an H200, where a warm
+``nuejax combine`` loads ten, each in the stage that first needs it: benchmarks/NOTES.md).
+:func:`programs_of_run` remembers, per command and options, which programs a run loaded; the next
+run with them loads those in background threads from its start (:func:`programs_ahead`, where
+cores are to spare and ``NUEJAX_AHEAD`` is on), so that a stage finds its program ready or
+waits for the load already under way. A program the run then does not need costs only its
+thread's time; one it needs and the list does not hold loads as before.
 """
 
 from __future__ import annotations
 
+import json
 import pickle  # the output treedef, stored beside the program
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import jax
 import numpy as np
 
-__all__ = ["persistent", "exported_enabled"]
+__all__ = ["persistent", "exported_enabled", "programs_ahead", "programs_of_run", "AHEAD_WORKERS"]
+
+#: Threads that load a run's programs ahead (:func:`programs_ahead`), at most the spare cores.
+AHEAD_WORKERS = 4
+
+_LOCK = threading.Lock()
+_USED: dict = {}  # argument key -> (tag, arguments, weak types) of every program this process ran, first use first
+_AHEAD: dict = {}  # argument key -> Future of a program loaded ahead (its runner, or None)
 
 
 def exported_enabled() -> bool:
@@ -84,6 +104,16 @@ def _load_or_export(jitted, tag: str, treedef, specs):
     placed = tuple(_describe(s) for s in specs)
     if any(p != "one" for p in placed):  # a program split over a mesh: its layout is part of the key
         arguments["placement"] = placed
+    key = _key(arguments)
+    if key is not None:
+        with _LOCK:
+            _USED.setdefault(key, (tag, arguments, [bool(sp.weak_type) for sp in specs]))
+            ahead = _AHEAD.pop(key, None)
+        # loaded ahead, or being loaded: wait for it; not started yet: load it here instead
+        if ahead is not None and not ahead.cancel():
+            run = ahead.result()
+            if run is not None:
+                return run
     made = {}
 
     def build():
@@ -111,12 +141,103 @@ def _load_or_export(jitted, tag: str, treedef, specs):
     # as many devices (jax.export refuses the call otherwise): else the jitted function
     if exp.nr_devices != max((len(sp.sharding.device_set) for sp in specs if sp.sharding is not None), default=1):
         return None
+    return _runner(exp, out_tree)
+
+
+def _runner(exp, out_tree, weak=None):
+    """The callable on the flat leaves of the stored program ``exp``; ``weak`` (a flag per
+    argument: weakly typed, which the stored program does not record): its executable compiled
+    (or loaded from JAX's compilation cache) here, for the arguments' shapes and types, which the
+    first call then finds."""
     call = jax.jit(exp.call)
+    if weak is not None:
+        call.lower(*(jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=w) for a, w in zip(exp.in_avals, weak))).compile()
 
     def run(*leaves):
         return jax.tree_util.tree_unflatten(out_tree, call(*leaves))
 
     return run
+
+
+def _key(arguments):
+    from ..cache import argument_key
+
+    try:
+        return argument_key("program", arguments)
+    except TypeError:
+        return None
+
+
+def _load_ahead(tag, arguments, weak, x64, device):
+    """The runner of a stored program with its executable loaded, or None (not stored, not loadable)."""
+    from ..cache import load_entry
+
+    with jax.enable_x64(x64), jax.default_device(device):
+        entry = load_entry("program", tag, arguments)
+        if entry is None:
+            return None
+        try:
+            exp = jax.export.deserialize(bytearray(np.asarray(entry["program"]).tobytes()))
+            if exp.nr_devices != 1 or len(weak) != len(exp.in_avals):
+                return None
+            return _runner(exp, pickle.loads(np.asarray(entry["out_tree"]).tobytes()), weak)
+        except Exception:  # noqa: BLE001 - the caller loads it itself and reports what fails
+            return None
+
+
+def _index_arguments(name: str, options: dict) -> dict:
+    return {"run": str(name), "options": json.dumps(options, sort_keys=True, default=repr)}
+
+
+def programs_ahead(name: str, options: dict) -> int:
+    """Start loading, in background threads (:data:`AHEAD_WORKERS`, at most the spare cores), the
+    programs that the last run of ``name`` with ``options`` loaded (:func:`programs_of_run`), in
+    the order it first ran them. Returns how many were started (0 with the cache or this part
+    off, ``NUEJAX_AHEAD`` off, no core to spare or no run remembered)."""
+    from ..cache import env_switch, load_entry
+    from .ahead import ENV_AHEAD, spare_cores
+
+    if not exported_enabled() or not env_switch(ENV_AHEAD) or spare_cores() < 1:
+        return 0
+    index = load_entry("index", str(name), _index_arguments(name, options))
+    if index is None:
+        return 0
+    try:
+        programs = json.loads(np.asarray(index["programs"]).tobytes().decode())
+        programs = [(str(t), dict(a), [bool(w) for w in weak]) for t, a, weak in programs]
+    except Exception:  # noqa: BLE001 - an index of another layout: as if there were none
+        return 0
+    pool = ThreadPoolExecutor(max_workers=min(AHEAD_WORKERS, spare_cores()), thread_name_prefix="nuejax-programs")
+    x64, device, started = bool(jax.config.jax_enable_x64), jax.config.jax_default_device, 0
+    with _LOCK:
+        for tag, arguments, weak in programs:
+            if "placement" in arguments:  # a program over a mesh is loaded where its call is
+                continue
+            key = _key(arguments)
+            if key is None or key in _AHEAD or key in _USED:
+                continue
+            _AHEAD[key] = pool.submit(_load_ahead, tag, arguments, weak, x64, device)
+            started += 1
+    pool.shutdown(wait=False)  # its threads end when their loads do
+    return started
+
+
+@contextmanager
+def programs_of_run(name: str, options: dict):
+    """Around a run (a command ``name`` with ``options``, JSON-encodable): load ahead what its
+    last run loaded (:func:`programs_ahead`; the ``with`` gives how many loads started), and
+    afterwards remember what this one loaded, in the on-disk cache (kind ``index``), for the next."""
+    from ..cache import store_entry
+
+    started = programs_ahead(name, options)
+    try:
+        yield started
+    finally:
+        with _LOCK:
+            used = [list(v) for v in _USED.values()]
+        if used and exported_enabled():
+            store_entry("index", str(name), _index_arguments(name, options),
+                        {"programs": np.frombuffer(json.dumps(used).encode(), dtype=np.uint8)})
 
 
 def persistent(jitted, tag: str):
