@@ -224,3 +224,47 @@ def test_each_beside_keeps_the_items_order_and_raises_after_all_ended(monkeypatc
                                                                 {"p": 0, "q": 0, "r": 0}, min_spare=3)), min_spare=3)
     own, got = stage.result(timeout=30)
     assert got == {"p": ("p", own), "q": ("q", own), "r": ("r", own)}
+
+
+def test_a_solver_program_warmed_up_beside_is_the_one_fits_and_scans_run(monkeypatch):
+    """fitting.prepare_solver in a warm-up thread (ahead.warm_ups) compiles the solver program of
+    a problem's fits and scans: the fit and the profile scan that follow compile none of their
+    own (on the CPU, where this model's rows are costly: one launch size)."""
+    import logging
+    import threading
+
+    from nuejax.inference import newton_fit, profile_scan
+    from nuejax.inference.fitting import prepare_solver
+    from nuejax.inference.problem import FitProblem
+    from nuejax.model import fast_model
+
+    monkeypatch.setenv("NUEJAX_AHEAD", "1")
+    monkeypatch.setattr(ahead_module, "spare_cores", lambda: 2)
+    # a model of this test alone: no other test's program in the process
+    m = fast_model(borexino_like.borexino_like_model(n_T=60, window=(150, 900), signals=("pp", "pep", "7Be_862"),
+                                                     backgrounds=("210Bi", "85Kr", "11C")))
+    m = m.with_parameters(m.parameters.release("mu_nu"))
+    data = np.asarray(m.expected(m.parameters.values()))
+    seen = []
+
+    class Compiles(logging.Handler):
+        def emit(self, record):
+            if "Finished XLA compilation of jit(call)" in record.getMessage():  # the solver's program
+                seen.append(threading.current_thread().name)
+
+    handler, log, before = Compiles(), logging.getLogger("jax"), jax.config.jax_log_compiles
+    log.addHandler(handler)
+    jax.config.update("jax_log_compiles", True)
+    try:
+        futures = ahead_module.warm_ups([(prepare_solver, (FitProblem.create(m, data),))])
+        assert len(futures) == 1
+        for f in futures:
+            wait(f)
+        assert len(seen) == 1 and seen[0].startswith("nuejax-warm-ups"), seen
+        r = newton_fit(m, data, starts=1)
+        s = profile_scan(m, data, "mu_nu", np.linspace(0.0, 3.0, 5), global_fit=r, starts=1)
+    finally:
+        jax.config.update("jax_log_compiles", before)
+        log.removeHandler(handler)
+    assert len(seen) == 1, seen
+    assert r.valid and np.all(s.converged)

@@ -202,9 +202,11 @@ def test_combine_models_fitted_beside_each_other_give_the_same_summary(tmp_path,
     assert runs["in_turn"][0]["mu_nu_upper_90"] is not None and len(runs["in_turn"][0]["per_experiment"]) == 2
 
 
-def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=None):
+def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=None, warmed=None):
     """run_combine's stages replaced by cheap ones that record how they were called: the
-    orchestration (beside or in turn, merging, lines, warning filters) is what is tested."""
+    orchestration (beside or in turn, merging, lines, warning filters) is what is tested. The
+    warm-ups of the later stages' programs are one slow warm-up that records its thread in
+    ``warmed`` (started by ahead.warm_ups, as the real ones)."""
     import threading
     import time
     import warnings
@@ -253,8 +255,15 @@ def _fake_combine_stages(monkeypatch, combine_run, calls, mu_fails=False, lines=
         say("[4/5] mediators")
         return {n: {"scalar": [n]} for n in names}
 
+    def warm_ups(models, data, eps, masses, early):
+        def warm():
+            time.sleep(0.8)  # longer than the stages: run_combine waits for it
+            (warmed if warmed is not None else []).append((threading.current_thread().name, early is not None))
+
+        return combine_run.warm_ups([(warm, ())], min_spare=combine_run.BESIDE_MIN_SPARE)
+
     for name, fn in (("_models", models), ("_mu_nu", mu_nu), ("_eps_regions", eps), ("_mediator_curves", med),
-                     ("_mediator_models", mediator_models)):
+                     ("_mediator_models", mediator_models), ("_warm_ups", warm_ups)):
         monkeypatch.setattr(combine_run, name, fn)
 
 
@@ -276,12 +285,16 @@ def test_combine_stages_beside_give_the_summary_and_lines_in_turn(tmp_path, monk
     for label, env, on_cpu in (("in_turn", "0", True), ("cpu", "1", False), ("beside", "1", True)):
         monkeypatch.setenv("NUEJAX_AHEAD", env)
         monkeypatch.setattr(combine_run, "BESIDE_ON_CPU", on_cpu)
-        calls, lines = [], []
-        _fake_combine_stages(monkeypatch, combine_run, calls, lines=lines)
+        calls, lines, warmed = [], [], []
+        _fake_combine_stages(monkeypatch, combine_run, calls, lines=lines, warmed=warmed)
         s = combine_run.run_combine(tmp_path / label, plots=False, progress=lines.append)
         files = {f.name: f.read_text() for f in (tmp_path / label).glob("*_scan_*.json")}
         runs[label] = ({k: v for k, v in s.items() if "seconds" not in k}, lines, calls, files)
         assert list(warnings.filters) == filters
+        # the later stages' programs warm up where the stages run beside, given the mediator
+        # models' early builds, and end before run_combine returns (its 0.8 s)
+        assert warmed == ([] if label != "beside" else [(warmed[0][0], True)]), (label, warmed)
+        assert label != "beside" or warmed[0][0].startswith("nuejax-warm-ups")
     main = threading.current_thread().name
     assert [(k, t) for k, t, _, _ in runs["in_turn"][2]] == [("eps", True), ("med", True)]
     assert all(n == main for _, _, n, _ in runs["in_turn"][2]) and runs["cpu"][2] == runs["in_turn"][2]

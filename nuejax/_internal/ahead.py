@@ -31,7 +31,7 @@ import jax
 
 from ..cache import env_switch
 
-__all__ = ["BESIDE_WORKERS", "ENV_AHEAD", "ahead", "beside", "spare_cores", "wait"]
+__all__ = ["BESIDE_WORKERS", "ENV_AHEAD", "WARM_UP_WORKERS", "ahead", "beside", "spare_cores", "wait", "warm_ups"]
 
 _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
@@ -108,6 +108,26 @@ def beside(fn, *args, min_spare: int = 1, **kwargs) -> Future | None:
     if not env_switch(ENV_AHEAD) or spare_cores() < min_spare:
         return None
     return _submit(_pool("beside", BESIDE_WORKERS), _run_with, fn, args, kwargs)
+
+
+#: Threads of :func:`warm_ups` (at most the spare cores).
+WARM_UP_WORKERS = 8
+
+
+def warm_ups(calls, *, min_spare: int = 1) -> list:
+    """Run each ``(fn, args)`` of ``calls`` as a warm-up (result and errors discarded, as
+    :func:`ahead`), up to :data:`WARM_UP_WORKERS` of them side by side (XLA compiles a program on
+    one core and releases the GIL: the programs of an analysis's later stages compile at once,
+    while its first stage runs). Returns their futures (empty: nothing started, where fewer than
+    ``min_spare`` cores are to spare or :data:`ENV_AHEAD` is off); :func:`wait` for each before
+    anything drops the compiled programs.
+
+    Raises:
+        InputError: a value of :data:`ENV_AHEAD` that is neither on nor off (names the variable)."""
+    if not env_switch(ENV_AHEAD) or spare_cores() < max(1, min_spare):
+        return []
+    pool = _pool("warm-ups", max(1, min(WARM_UP_WORKERS, spare_cores())))
+    return [_submit(pool, _quiet, fn, tuple(args), {}) for fn, args in calls]
 
 
 def wait(future: Future | None) -> None:

@@ -141,7 +141,9 @@ def _load_or_export(jitted, tag: str, treedef, specs):
     # as many devices (jax.export refuses the call otherwise): else the jitted function
     if exp.nr_devices != max((len(sp.sharding.device_set) for sp in specs if sp.sharding is not None), default=1):
         return None
-    return _runner(exp, out_tree)
+    # compiled here, under the signature's lock, so that a second thread waits instead of
+    # compiling it again (a program over a mesh compiles at its first call)
+    return _runner(exp, out_tree, None if exp.nr_devices > 1 else [bool(sp.weak_type) for sp in specs])
 
 
 def _runner(exp, out_tree, weak=None):
@@ -244,21 +246,41 @@ def persistent(jitted, tag: str):
     """``jitted`` (a ``jax.jit`` function) whose programs are kept across processes (module
     docstring); ``tag`` names the function in the entries' file names and keys."""
     memo: dict = {}
+    building: dict = {}  # signature -> lock held while one thread loads or exports its program
 
-    def call(*args):
+    def program(args):
+        """(leaves, the program's runner or None: the jitted function), or None (not kept)."""
         leaves, treedef = jax.tree_util.tree_flatten(args)
         # inside a trace: the caller's program holds this one
         if not all(_is_concrete(v) for v in leaves) or not exported_enabled():
-            return jitted(*args)
+            return None
         try:
             sig = (treedef, tuple(_spec(v) for v in leaves))
             known = sig in memo
         except TypeError:  # an unhashable static field, or a placement that is not a mesh's
-            return jitted(*args)
+            return None
         if not known:
-            memo[sig] = _load_or_export(jitted, tag, treedef, sig[1])
-        run = memo[sig]
-        return jitted(*args) if run is None else run(*leaves)
+            # one thread loads (or exports) and compiles a signature's program; another that
+            # needs it meanwhile (a stage beside a warm-up of :func:`prepare`) waits for it
+            with _LOCK:
+                lock = building.setdefault(sig, threading.Lock())
+            with lock:
+                if sig not in memo:
+                    memo[sig] = _load_or_export(jitted, tag, treedef, sig[1])
+        return leaves, memo[sig]
+
+    def call(*args):
+        found = program(args)
+        if found is None or found[1] is None:
+            return jitted(*args)
+        return found[1](*found[0])
+
+    def prepare(*args) -> None:
+        """Load or export, and compile, the program of a call with ``args`` (their shapes and
+        types), without running it: a warm-up whose work the later call finds."""
+        found = program(args)
+        if found is None or found[1] is None:
+            jitted.lower(*args).compile()
 
     def cache_size() -> int:
         # programs this wrapper holds: those compiled by ``jitted`` and those loaded or exported
@@ -267,4 +289,5 @@ def persistent(jitted, tag: str):
 
     call.__wrapped__ = jitted
     call._cache_size = cache_size
+    call.prepare = prepare
     return call

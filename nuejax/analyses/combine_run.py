@@ -26,12 +26,15 @@ import jax
 import numpy as np
 
 from ..inference import cls_upper_limit, newton_fit, profile_scan, profile_scan_2d
+from ..inference.fitting import prepare_solver
+from ..inference.problem import FitProblem
 from ..model.combine import combine
 from ..model.fast import fast_model
 from ._clock import StageClock, each_beside, with_stages_beside
-from .._internal.ahead import beside
+from .._internal.ahead import beside, warm_ups
+from .._internal.ahead import wait as wait_for
 from .borexino import Phase3Choices, borexino_phase3_model, phase3_calibration, ssm_constrained
-from .mediators import mediator_curves, plot_mediator_curves
+from .mediators import mediator_curves, plot_mediator_curves, prepare_mediator_curves
 from .xenonnt import xenonnt_sr0_model
 
 __all__ = ["BESIDE_MIN_SPARE", "BESIDE_ON_CPU", "EPS_GRID", "MASSES", "MEDIATOR_GRID", "MU_GRID", "SHARED", "run_combine"]
@@ -40,6 +43,7 @@ __all__ = ["BESIDE_MIN_SPARE", "BESIDE_ON_CPU", "EPS_GRID", "MASSES", "MEDIATOR_
 MU_GRID = np.concatenate([np.linspace(0.0, 1.5, 16), [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]])
 MU_TEST = np.linspace(0.1, 1.4, 14)
 #: (ε^L_ee, ε^R_ee) grid of the 2-D regions
+EPS_NAMES = ("eps_ee_L", "eps_ee_R")
 EPS_GRID = (np.linspace(-1.8, 0.6, 13), np.linspace(-1.2, 0.8, 11))
 #: mediator masses [MeV] and the tested couplings per mass (coarser than ``nuejax xenonnt``'s: a
 #: Borexino or combined profile point costs ten times a XENONnT one): 13 ratios over six decades
@@ -93,9 +97,13 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
 
         return run
 
-    # the builds end before this returns or raises, as every stage run beside does
+    warming = []
+
+    # the builds and warm-ups end before this returns or raises, as every stage run beside does
     try:
         models, data, calibration = _models(say, on_calibration=start_mediator_models)
+        if _beside_allowed():
+            warming = _warm_ups(models, data, eps, masses, early.get("med"))
 
         # The ε and mediator stages need only the models and the data: on an accelerator with cores
         # to spare they run beside the μ_ν stage (their programs trace, lower and compile side by
@@ -117,6 +125,8 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
                 allowed=_beside_allowed())
     finally:
         builds_ended()
+        for f in warming:
+            wait_for(f)
     regions, eps_per = done["eps"]
     curves = done["med"]
     for name in per:
@@ -212,7 +222,7 @@ def _eps_regions(models, data, eps, say, in_turn):
     say("[3/5] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
 
     def one(name, m, say):
-        mm = m.release("eps_ee_L", "eps_ee_R")
+        mm = m.release(*EPS_NAMES)
         r = newton_fit(mm, data[name], one_sided=False)
         s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r, n_iter=SCAN_ITER)
         inside = np.asarray(s2.delta_chi2) < 4.605
@@ -233,6 +243,31 @@ def _mediator_models(calibration, say, in_turn) -> dict:
     return _each_model(say, lambda name, build, say: build(), builds, beside_ok=not in_turn)
 
 
+def _warm_ups(models, data, eps, masses, early) -> list:
+    """Compile (or load) ahead the solver programs of the ε and mediator stages, several at once
+    (:func:`~nuejax._internal.ahead.warm_ups`, where the stages run beside each other): those
+    stages start on the threads the μ_ν stage's models leave free, and a first run's programs
+    otherwise compiled only then (9-15 s each on one H200). Their futures."""
+    calls = []
+    if eps:
+        calls += [(prepare_solver, (FitProblem.create(m.release(*EPS_NAMES), data[name]),)) for name, m in models.items()]
+    if masses.size and early is not None:
+        def mediators():
+            med = _mediator_stage_models(early[0].result())
+            for name, m in med.items():
+                prepare_mediator_curves(m, data[name], masses, MEDIATOR_GRID["ratios"])
+        calls.append((mediators, ()))
+    return warm_ups(calls, min_spare=BESIDE_MIN_SPARE)
+
+
+def _mediator_stage_models(built) -> dict:
+    """The mediator stage's three models from the two experiments' mediator models."""
+    bx_med, xe_med = built["borexino"], built["xenonnt"]
+    med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
+    return {"borexino": bx_med, "xenonnt": xe_med,
+            "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}
+
+
 def _mediator_curves(data, masses, calibration, say, in_turn, early=None):
     """Stage 4: the mediator exclusion curves of each experiment and the combination (none where
     ``masses`` is empty), on the models rebuilt with both mediators on their fast path (``early``:
@@ -246,10 +281,7 @@ def _mediator_curves(data, masses, calibration, say, in_turn, early=None):
         say.replay(early[1])
     else:
         built = _mediator_models(calibration, say, in_turn)
-    bx_med, xe_med = built["borexino"], built["xenonnt"]
-    med_shared = ("mu_nu", "zprime_coupling", "zprime_mass", "phi_coupling", "phi_mass")
-    med = {"borexino": bx_med, "xenonnt": xe_med,
-           "combined": combine(bx_med, xe_med, labels=("borexino", "xenonnt"), shared=med_shared)}
+    med = _mediator_stage_models(built)
 
     def one(name, m, say):
         say(f"      {name}:")

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..inference.scan import profile_scans
+from ..inference.fitting import prepare_solver
 from ..inference.intervals import one_sided_threshold
+from ..inference.problem import FitProblem
+from ..inference.scan import profile_scans
 from ..model.physics_params import MEDIATOR_PARAMETERS
 from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
 
 __all__ = ["MEDIATOR_MASSES", "MEDIATOR_MODELS", "Q_REF", "RATIO_GRID", "SCAN_ITER", "mediator_curves",
-           "mediator_limit", "mediator_limits", "mediator_model", "mediators_limits", "plot_mediator_curves"]
+           "mediator_limit", "mediator_limits", "mediator_model", "mediators_limits", "plot_mediator_curves",
+           "prepare_mediator_curves"]
 
 #: mediator masses [MeV]
 MEDIATOR_MASSES = np.logspace(-2, 2, 9)
@@ -75,16 +78,12 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     limit's ``converged`` counts its points that did."""
     mediators = tuple(dict.fromkeys((mediators,) if isinstance(mediators, str) else mediators))
     masses = np.atleast_1d(np.asarray(masses, dtype=float))
-    ps = model.parameters
     # a case per mediator and mass: its coupling scanned, every mediator's mass held at the mass
     # (no effect at zero coupling), the other couplings held at their values: one program
     cases = [(md, m) for md in mediators for m in masses]
     names = [MEDIATOR_PARAMETERS[md][0] for md, _ in cases]
     grids = [np.concatenate([[0.0], np.asarray(ratios, dtype=float) * (m ** 2 + Q_REF)]) for _, m in cases]
-    couplings = {c for c, _ in MEDIATOR_PARAMETERS.values()}
-    profile = tuple(n for n in ps.free_names if n not in couplings)
-    held = dict.fromkeys([MEDIATOR_PARAMETERS[md][1] for md in mediators]
-                         + [m for c, m in MEDIATOR_PARAMETERS.values() if m in ps.names and c in ps.names])
+    profile, held = _profiled_and_held(model, mediators)
     case_masses = np.array([m for _, m in cases])
 
     def given(ms):
@@ -118,6 +117,29 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
                         "best_product": float(s.best) * MEDIATOR_COUPLING_UNIT, "delta_chi2_at_zero": z,
                         "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": p})
     return out
+
+
+def _profiled_and_held(model, mediators) -> tuple:
+    """The parameters the scans of ``mediators``' couplings profile (the free ones but the
+    couplings) and hold per case (the mediators' masses, and the other mediators' where their
+    couplings are parameters too)."""
+    ps = model.parameters
+    couplings = {c for c, _ in MEDIATOR_PARAMETERS.values()}
+    profile = tuple(n for n in ps.free_names if n not in couplings)
+    held = dict.fromkeys([MEDIATOR_PARAMETERS[md][1] for md in mediators]
+                         + [m for c, m in MEDIATOR_PARAMETERS.values() if m in ps.names and c in ps.names])
+    return profile, held
+
+
+def prepare_mediator_curves(model, data, masses=MEDIATOR_MASSES, ratios=RATIO_GRID) -> None:
+    """Load or compile ahead the solver program that :func:`mediator_curves` of ``model`` and
+    ``data`` runs (:func:`~nuejax.inference.fitting.prepare_solver`): a warm-up for a thread beside
+    other work."""
+    mm = mediator_model(model, None, masses, ratios)
+    mediators = tuple(dict.fromkeys(MEDIATOR_MODELS.values()))
+    profile, held = _profiled_and_held(mm, mediators)
+    scanned = tuple(MEDIATOR_PARAMETERS[md][0] for md in mediators)
+    prepare_solver(FitProblem.create(mm, data, names=profile, fixed_names=(*scanned, *held)))
 
 
 def mediator_model(model, mediator: str | None = None, masses=MEDIATOR_MASSES, ratios=RATIO_GRID):

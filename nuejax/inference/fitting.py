@@ -32,7 +32,7 @@ from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_min
 
 __all__ = ["ACCELERATOR_ROW_BYTES", "CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "cheap_rows", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "newton_result", "objective", "objective_at",
-           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_CHEAP_STEP", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_continued", "solve_rows", "value_grad_hess",
+           "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "prepare_solver", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_CHEAP_STEP", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_continued", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
 
 #: Default EDM tolerance of the JAX-native fits (MINUIT's EDM on the free subspace).
@@ -400,7 +400,6 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     power of two (:data:`ROW_LAUNCH_MIN`, or :data:`ROW_LAUNCH_MIN_CHEAP` where rows are cheap:
     :func:`cheap_rows`; :data:`ROW_LAUNCH_QUANTUM`). ``group``: consecutive rows per point (``progress`` counts points: ``label:
     k/n points`` after each launch, where there is more than one)."""
-    dt = problem.values.dtype
     x0 = np.asarray(x0, dtype=float)
     if x0.ndim == 2:
         x0 = x0[:, None, :]
@@ -421,14 +420,7 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     uniq, inverse = first[order], rank[np.asarray(inverse).ravel()]
-    step = launch_size(1 << 30, None if chunk is None else int(chunk) * int(group))
-    first_row = jax.tree_util.tree_map(lambda a: a[0], fixed)
-    on_cpu = jax.default_backend() == "cpu"
-    sequential = on_cpu and costly_objective(problem, first_row, x0[0])
-    cheap = not on_cpu and cheap_rows(problem, first_row, x0[0, 0])
-    least = ROW_LAUNCH_MIN_CHEAP if cheap else ROW_LAUNCH_MIN
-    if cheap and chunk is None:  # launches of at most ROW_LAUNCH_CHEAP_STEP = least rows: one size
-        step = ROW_LAUNCH_CHEAP_STEP
+    step, sequential, least = _launch_plan(problem, fixed, x0, None if chunk is None else int(chunk) * int(group))
     solve = row_solver()
     # the last distinct row each point needs (progress: a point is done once that one is)
     last = np.maximum.accumulate(inverse.reshape(-1, group).max(axis=1)) if progress is not None else None
@@ -438,9 +430,7 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
         r = rows.size
         size = _row_launch(r, step, sequential, least)
         take = np.concatenate([rows, np.repeat(rows[:1], size - r)])
-        f = jax.tree_util.tree_map(lambda v: jnp.asarray(v[take], dtype=dt if v.dtype.kind == "f" else v.dtype), fixed)  # noqa: B023
-        out = solve(problem, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)),
-                    jnp.asarray(edm_tol, dtype=dt))
+        out = solve(*_launch_operands(problem, fixed, x0, take, max_iter, edm_tol))
         if progress is not None and uniq.size > step:
             jax.block_until_ready(out.fun)
             progress(f"{label}: {int(np.sum(last < a + r))}/{last.size} points")
@@ -448,6 +438,46 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     outs = [jax.tree_util.tree_map(lambda v: np.asarray(v)[:r], out) for out, r in outs]  # noqa: B023
     res = outs[0] if len(outs) == 1 else jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outs)
     return type(res)(*(np.asarray(v)[inverse] for v in res))
+
+
+def _launch_plan(problem, fixed, x0, rows_per_launch):
+    """(step, sequential, least) of :func:`solve_rows`'s launches: rows per launch, whether the
+    CPU fits them one after another, the fewest rows of an accelerator's launch."""
+    step = launch_size(1 << 30, rows_per_launch)
+    first_row = jax.tree_util.tree_map(lambda a: a[0], fixed)
+    on_cpu = jax.default_backend() == "cpu"
+    sequential = on_cpu and costly_objective(problem, first_row, x0[0])
+    cheap = not on_cpu and cheap_rows(problem, first_row, x0[0, 0])
+    if cheap and rows_per_launch is None:  # launches of at most ROW_LAUNCH_CHEAP_STEP = least rows: one size
+        step = ROW_LAUNCH_CHEAP_STEP
+    return step, sequential, ROW_LAUNCH_MIN_CHEAP if cheap else ROW_LAUNCH_MIN
+
+
+def _launch_operands(problem, fixed, x0, take, max_iter, edm_tol) -> tuple:
+    """The operands of :func:`row_solver`'s launch of the rows ``take`` (indices into ``fixed``
+    and ``x0``), in the types every launch has (one program per shape)."""
+    dt = problem.values.dtype
+    f = jax.tree_util.tree_map(lambda v: jnp.asarray(v[take], dtype=dt if v.dtype.kind == "f" else v.dtype), fixed)
+    return problem, f, jnp.asarray(x0[take], dtype=dt), jnp.asarray(int(max_iter)), jnp.asarray(edm_tol, dtype=dt)
+
+
+def prepare_solver(problem) -> None:
+    """Load, or compile, the solver program of ``problem``'s fits and scans ahead (a warm-up: a
+    thread of :func:`nuejax._internal.ahead.beside` runs it while other work runs, and the fit
+    that needs the program finds it or waits for it; :func:`row_solver`). The program is that of
+    a launch of :func:`solve_rows` on ``problem.full()`` where its launches have one size: an
+    accelerator's where rows are cheap (:data:`ROW_LAUNCH_CHEAP_STEP` rows), the CPU's where they
+    are costly (:data:`CPU_CHUNK`). Elsewhere a launch's size follows its rows, and nothing is done."""
+    wide = problem.full()
+    d = len(wide.names)
+    fixed = Pins(np.zeros((1, d), dtype=bool), np.zeros((1, d)))
+    start = wide.host_params()
+    x0 = np.repeat(np.array([[start[n] for n in wide.names]], dtype=float)[:, None], 2, axis=1)
+    step, sequential, least = _launch_plan(wide, fixed, x0, None)
+    if jax.default_backend() == "cpu" and not sequential or jax.default_backend() != "cpu" and step != least:
+        return
+    size = _row_launch(1, step, sequential, least)
+    row_solver().prepare(*_launch_operands(wide, fixed, x0, np.zeros(size, dtype=int), 0, EDM_TOL))
 
 
 #: On the CPU, rows whose -2 ln L costs at least this many flops per evaluation (XLA's cost
