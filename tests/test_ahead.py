@@ -225,6 +225,26 @@ def test_each_beside_keeps_the_items_order_and_raises_after_all_ended(monkeypatc
     own, got = stage.result(timeout=30)
     assert got == {"p": ("p", own), "q": ("q", own), "r": ("r", own)}
 
+    # ``first``: that call starts at once in the caller's thread (the longest: the combination's
+    # fits), the others where a thread is free; results and lines keep the items' order
+    monkeypatch.setattr(ahead_module, "_POOLS", {})
+    started = []
+
+    def record(key, value, say):
+        started.append(key)
+        say(f"{key} says")
+        return key, threading.get_ident()
+
+    branch = clock.branch()
+    stage_of = beside(lambda: (threading.get_ident(), each_beside(branch, record, {"p": 0, "q": 0, "r": 0},
+                                                                  min_spare=3, first="r")), min_spare=3)
+    own, got = stage_of.result(timeout=30)
+    assert list(got) == ["p", "q", "r"] and got["r"] == ("r", own) and started[0] == "r"
+    assert [m for _, m in branch.lines] == ["p says", "q says", "r says"]
+    lines.clear()
+    assert list(each_beside(clock, record, {"p": 0, "q": 0}, min_spare=3, allowed=False, first="q")) == ["p", "q"]
+    assert lines == ["p says", "q says"]  # in turn: the items' order
+
 
 def test_a_solver_program_warmed_up_beside_is_the_one_fits_and_scans_run(monkeypatch):
     """fitting.prepare_solver in a warm-up thread (ahead.warm_ups) compiles the solver program of

@@ -104,10 +104,12 @@ def with_stages_beside(say: StageClock, main, stages: dict, *, min_spare: int, a
     return first, out
 
 
-def each_beside(say, fn, items: dict, *, min_spare: int, allowed: bool = True) -> dict:
-    """``{key: fn(key, value, say_k)}`` for every item of ``items``: the first in this thread, each
-    other in a thread of its own (:func:`~nuejax._internal.ahead.beside`, where ``allowed`` and
-    ``min_spare`` cores are to spare; else in this thread, in order, after the first). A call that
+def each_beside(say, fn, items: dict, *, min_spare: int, allowed: bool = True, first=None) -> dict:
+    """``{key: fn(key, value, say_k)}`` for every item of ``items``: the ``first`` (a key; default
+    the first item) in this thread, each other in a thread of its own
+    (:func:`~nuejax._internal.ahead.beside`, where ``allowed`` and ``min_spare`` cores are to
+    spare; else all in this thread, in ``items``' order). Give ``first`` the longest call: this
+    thread starts at once, while the others may wait for a thread. A call that
     has not started in its thread when this thread is done with its own runs here instead, so
     that calls nested in work already beside (a stage run beside splitting its own work) never
     wait for a thread that waits for them, whatever the number of threads. Where any runs beside,
@@ -119,15 +121,17 @@ def each_beside(say, fn, items: dict, *, min_spare: int, allowed: bool = True) -
     their launches fill each other's gaps. Every call beside has ended before this returns or
     raises."""
     keys = list(items)
+    own = keys[0] if first is None or first not in items else first
+    order = [own] + [k for k in keys if k != own]  # the order of the calls; lines keep ``items``'
     branches = {k: say.branch() for k in keys}
     running = {}
     try:
-        for i, k in enumerate(keys):
-            running[k] = beside(fn, k, items[k], branches[k], min_spare=min_spare) if allowed and i else None
-        if all(f is None for f in running.values()):  # all in turn here: lines said as they come
+        for k in order:
+            running[k] = beside(fn, k, items[k], branches[k], min_spare=min_spare) if allowed and k != own else None
+        if all(f is None for f in running.values()):  # all in turn here, in ``items``' order: lines said as they come
             return {k: fn(k, items[k], say) for k in keys}
         out, errors = {}, {}
-        for k in keys:
+        for k in order:
             f = running[k]
             if f is None or f.cancel():  # this thread's own, or one no thread has taken yet
                 try:
