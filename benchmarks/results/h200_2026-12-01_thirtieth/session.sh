@@ -16,7 +16,8 @@
 #             on an empty cache folder (4 threads), then the four warm variants alternated, twice
 #   launches  `nuejax combine`'s mediator stage with every solver launch timed and its rows kept
 #             (probes/solver_launches_probe.py med --npz), this checkout, on the cache folder the
-#             combine case filled (run it after that case in the same call)
+#             combine case filled (run it after that case in the same call; its 150 s were too few)
+#   launches2 the same without --npz, twice on a cache folder of its own (first run, then warm)
 # Everything is written to /tmp/s30 and returned as one tar archive.
 set -u
 dir=/tmp/s30; mkdir -p "$dir"
@@ -52,6 +53,14 @@ for what in "$@"; do
       NUEJAX_CACHE_DIR=/tmp/c_b_combine timeout 150 python benchmarks/probes/solver_launches_probe.py med \
         --npz "$dir/launches_med.npz" > "$dir/launches_med.txt" 2>&1
       echo "launches rc=$?" >> "$dir/walls.txt" ;;
+    launches2)  # fourth call: this checkout, twice on a cache folder of its own (first, then warm)
+      export PYTHONPATH=/tmp/site:$PWD
+      for run in first warm; do
+        NUEJAX_CACHE_DIR=/tmp/c_launches timeout 260 python benchmarks/probes/solver_launches_probe.py med \
+          > "$dir/launches_med_$run.txt" 2>&1
+        echo "launches $run rc=$?" >> "$dir/walls.txt"
+        pack
+      done ;;
   esac
   pack
 done
