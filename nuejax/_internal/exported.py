@@ -237,6 +237,8 @@ def programs_of_run(name: str, options: dict):
     finally:
         with _LOCK:
             used = [list(v) for v in _USED.values()]
+            for ahead in _AHEAD.values():  # loads not started: not needed by this run after all
+                ahead.cancel()
         if used and exported_enabled():
             store_entry("index", str(name), _index_arguments(name, options),
                         {"programs": np.frombuffer(json.dumps(used).encode(), dtype=np.uint8)})
