@@ -13,6 +13,7 @@ moment ``--mu-nu`` is in units of 1e-11 Bohr magnetons, like everywhere in nueja
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -739,16 +740,17 @@ def main(argv=None) -> int:
     from .cache import enable_compilation_cache
     from .errors import InputError
 
-    try:  # before anything compiles: JAX decides once per process (nuejax.cache)
-        enable_compilation_cache()
-    except InputError as err:  # a bad NUEJAX_CACHE or NUEJAX_COMPILATION_CACHE value
-        print(f"nuejax: error: {err}", file=sys.stderr)
-        return 2
     from ._internal.exported import programs_of_run
 
-    # the programs this command's last run with these options loaded, loaded ahead (on disk)
+    # the programs this command's last run with these options called, loaded ahead (on disk)
     options = {k: v for k, v in vars(args).items() if k not in ("func", "out")}
-    with programs_of_run(args.command, options):
+    with contextlib.ExitStack() as run:
+        try:  # before anything compiles: JAX decides once per process (nuejax.cache)
+            enable_compilation_cache()
+            run.enter_context(programs_of_run(args.command, options))
+        except InputError as err:  # a bad NUEJAX_CACHE, NUEJAX_COMPILATION_CACHE, NUEJAX_EXPORTED or NUEJAX_AHEAD value
+            print(f"nuejax: error: {err}", file=sys.stderr)
+            return 2
         return args.func(args)
 
 

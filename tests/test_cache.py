@@ -486,6 +486,11 @@ def test_info_clear_and_the_cache_command(cache_folder, monkeypatch, capsys):
     assert entries(cache_folder) == ["notes.txt"]  # other files in the folder stay
     assert main(["cache", "--stale"]) == 2
     assert "--stale only goes with --clear" in capsys.readouterr().err
+    for switch in ("NUEJAX_AHEAD", "NUEJAX_EXPORTED"):  # read when a command starts (programs loaded ahead)
+        with monkeypatch.context() as m:
+            m.setenv(switch, "sometimes")
+            assert main(["cache"]) == 2
+            assert f"nuejax: error: {switch}='sometimes'" in capsys.readouterr().err
 
 
 def test_writes_prune_stale_entries_above_the_size_limit(cache_folder, monkeypatch):

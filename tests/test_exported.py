@@ -135,6 +135,34 @@ def test_a_run_loads_ahead_the_programs_its_last_run_loaded(tmp_path):
     assert other["started"] == 0 and other["traced"] == 0 and other["compiled"] == ["MainThread"], other
 
 
+def test_each_run_remembers_the_programs_it_called(tmp_path, monkeypatch):
+    """programs_of_run records the programs called during the run, also those the process had
+    loaded before it (a second command in one process), and none of an earlier run's others."""
+    from nuejax._internal import exported
+    from nuejax.cache import load_entry
+
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NUEJAX_CACHE", "1")
+    monkeypatch.setenv("NUEJAX_AHEAD", "0")  # nothing loaded ahead: only what is remembered
+    double = persistent(jax.jit(lambda x: 2 * x), "test_runs_double")
+    triple = persistent(jax.jit(lambda x: 3 * x), "test_runs_triple")
+
+    def tags(name):
+        entry = load_entry("index", name, exported._index_arguments(name, {}))
+        return [t for t, _, _ in json.loads(np.asarray(entry["programs"]).tobytes().decode())]
+
+    with exported.programs_of_run("first", {}):
+        double(np.ones(3))
+    with exported.programs_of_run("second", {}):
+        triple(np.ones(3))
+    with exported.programs_of_run("third", {}):
+        double(np.ones(3))  # loaded by the first run already
+    assert tags("first") == ["test_runs_double"]
+    assert tags("second") == ["test_runs_triple"]
+    assert tags("third") == ["test_runs_double"]
+    assert exported._RUN is None and not exported._AHEAD
+
+
 def test_switched_off_nothing_is_stored(tmp_path):
     out = _run(tmp_path, NUEJAX_EXPORTED="0")
     assert out["traced"] == 1 and not list((tmp_path / "cache").glob("program-*"))

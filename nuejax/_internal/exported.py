@@ -46,13 +46,15 @@ from contextlib import contextmanager
 import jax
 import numpy as np
 
-__all__ = ["persistent", "exported_enabled", "programs_ahead", "programs_of_run", "AHEAD_WORKERS"]
+__all__ = ["persistent", "exported_enabled", "programs_ahead", "programs_of_run", "settle_ahead", "AHEAD_WORKERS"]
 
 #: Threads that load a run's programs ahead (:func:`programs_ahead`), at most the spare cores.
 AHEAD_WORKERS = 4
 
 _LOCK = threading.Lock()
-_USED: dict = {}  # argument key -> (tag, arguments, weak types) of every program this process ran, first use first
+# argument key -> (tag, arguments, weak types) of every program called since the run began
+# (programs_of_run), first call first; None outside a run
+_RUN: dict | None = None
 _AHEAD: dict = {}  # argument key -> Future of a program loaded ahead (its runner, or None)
 
 
@@ -93,8 +95,10 @@ def _describe(spec) -> str:
             f"{s.memory_kind}|{mesh.devices.flat[0].platform}")
 
 
-def _load_or_export(jitted, tag: str, treedef, specs):
-    """A callable on the flat leaves returning the output PyTree, or None (use ``jitted``)."""
+def _load_or_export(jitted, tag: str, treedef, specs, records=None, record_as=None):
+    """A callable on the flat leaves returning the output PyTree, or None (use ``jitted``);
+    ``records[record_as]``: the program's argument key and what :func:`programs_ahead` needs to
+    load it."""
     from ..cache import cached, treedef_digest
 
     sig = treedef_digest(treedef, specs)
@@ -106,8 +110,9 @@ def _load_or_export(jitted, tag: str, treedef, specs):
         arguments["placement"] = placed
     key = _key(arguments)
     if key is not None:
+        if records is not None and "placement" not in arguments:  # one over a mesh loads where its call is
+            records[record_as] = (key, (tag, arguments, [bool(sp.weak_type) for sp in specs]))
         with _LOCK:
-            _USED.setdefault(key, (tag, arguments, [bool(sp.weak_type) for sp in specs]))
             ahead = _AHEAD.pop(key, None)
         # loaded ahead, or being loaded: wait for it; not started yet: load it here instead
         if ahead is not None and not ahead.cancel():
@@ -149,8 +154,9 @@ def _load_or_export(jitted, tag: str, treedef, specs):
 def _runner(exp, out_tree, weak=None):
     """The callable on the flat leaves of the stored program ``exp``; ``weak`` (a flag per
     argument: weakly typed, which the stored program does not record): its executable compiled
-    (or loaded from JAX's compilation cache) here, for the arguments' shapes and types, which the
-    first call then finds."""
+    (or loaded from JAX's compilation cache) here, for the arguments' shapes and types and the
+    default device, which the first call then finds (a call with arguments committed to another
+    device compiles its own)."""
     call = jax.jit(exp.call)
     if weak is not None:
         call.lower(*(jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=w) for a, w in zip(exp.in_avals, weak))).compile()
@@ -216,7 +222,7 @@ def programs_ahead(name: str, options: dict) -> int:
             if "placement" in arguments:  # a program over a mesh is loaded where its call is
                 continue
             key = _key(arguments)
-            if key is None or key in _AHEAD or key in _USED:
+            if key is None or key in _AHEAD:
                 continue
             _AHEAD[key] = pool.submit(_load_ahead, tag, arguments, weak, x64, device)
             started += 1
@@ -224,21 +230,40 @@ def programs_ahead(name: str, options: dict) -> int:
     return started
 
 
+def settle_ahead() -> None:
+    """End the loads ahead: those not started are dropped, those running waited for (before
+    ``jax.clear_caches()``, which must not drop programs while another thread compiles, and
+    which would drop the loaded ones anyway)."""
+    with _LOCK:
+        pending = list(_AHEAD.values())
+        _AHEAD.clear()
+    for ahead in pending:
+        if not ahead.cancel():
+            ahead.exception()  # waits; a load's failure is the caller's to meet (it loads in place)
+
+
 @contextmanager
 def programs_of_run(name: str, options: dict):
     """Around a run (a command ``name`` with ``options``, JSON-encodable): load ahead what its
-    last run loaded (:func:`programs_ahead`; the ``with`` gives how many loads started), and
-    afterwards remember what this one loaded, in the on-disk cache (kind ``index``), for the next."""
+    last run called (:func:`programs_ahead`; the ``with`` gives how many loads started), and
+    afterwards remember what this one called, in the on-disk cache (kind ``index``), for the
+    next. The loads not started by then are dropped; the process still waits at its exit for
+    those running (up to :data:`AHEAD_WORKERS`, a few seconds)."""
+    global _RUN
     from ..cache import store_entry
 
+    with _LOCK:
+        _RUN = {}
     started = programs_ahead(name, options)
     try:
         yield started
     finally:
         with _LOCK:
-            used = [list(v) for v in _USED.values()]
-            for ahead in _AHEAD.values():  # loads not started: not needed by this run after all
-                ahead.cancel()
+            used, _RUN = [list(v) for v in (_RUN or {}).values()], None
+            pending = list(_AHEAD.values())
+            _AHEAD.clear()
+        for ahead in pending:  # loads not started: not needed by this run after all
+            ahead.cancel()
         if used and exported_enabled():
             store_entry("index", str(name), _index_arguments(name, options),
                         {"programs": np.frombuffer(json.dumps(used).encode(), dtype=np.uint8)})
@@ -249,6 +274,7 @@ def persistent(jitted, tag: str):
     docstring); ``tag`` names the function in the entries' file names and keys."""
     memo: dict = {}
     building: dict = {}  # signature -> lock held while one thread loads or exports its program
+    records: dict = {}  # signature -> (argument key, (tag, arguments, weak types)) of its stored program
 
     def program(args):
         """(leaves, the program's runner or None: the jitted function), or None (not kept)."""
@@ -268,7 +294,12 @@ def persistent(jitted, tag: str):
                 lock = building.setdefault(sig, threading.Lock())
             with lock:
                 if sig not in memo:
-                    memo[sig] = _load_or_export(jitted, tag, treedef, sig[1])
+                    memo[sig] = _load_or_export(jitted, tag, treedef, sig[1], records, sig)
+        if _RUN is not None and sig in records:  # the programs of the run (programs_of_run)
+            key, record = records[sig]
+            with _LOCK:
+                if _RUN is not None:
+                    _RUN.setdefault(key, record)
         return leaves, memo[sig]
 
     def call(*args):
@@ -279,7 +310,8 @@ def persistent(jitted, tag: str):
 
     def prepare(*args) -> None:
         """Load or export, and compile, the program of a call with ``args`` (their shapes and
-        types), without running it: a warm-up whose work the later call finds."""
+        types), without running it: a warm-up whose work the later call finds (where programs
+        are kept, a call meanwhile waits for it; otherwise it may compile the program too)."""
         found = program(args)
         if found is None or found[1] is None:
             jitted.lower(*args).compile()

@@ -33,6 +33,7 @@ from ..model.fast import fast_model
 from ._clock import StageClock, each_beside, with_stages_beside
 from .._internal.ahead import beside, warm_ups
 from .._internal.ahead import wait as wait_for
+from .._internal.exported import settle_ahead
 from .borexino import Phase3Choices, borexino_phase3_model, phase3_calibration, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves, prepare_mediator_curves
 from .xenonnt import xenonnt_sr0_model
@@ -86,24 +87,26 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         if "med" in early:
             wait([early["med"][0]])
 
+    warming = []
+
     def in_turn_after_builds(stage):
         # a stage run in turn drops the compiled programs first (jax.clear_caches): not while the
-        # early builds compile (they start under the conditions the stages run beside under, so
-        # this only guards against the two parting)
+        # early builds or the warm-ups compile (they start under the conditions the stages run
+        # beside under, so this only guards against the two parting)
         def run(say, in_turn):
             if in_turn:
                 builds_ended()
+                for f in warming:
+                    wait_for(f)
             return stage(say, in_turn)
 
         return run
-
-    warming = []
 
     # the builds and warm-ups end before this returns or raises, as every stage run beside does
     try:
         models, data, calibration = _models(say, on_calibration=start_mediator_models)
         if _beside_allowed():
-            warming = _warm_ups(models, data, eps, masses, early.get("med"))
+            warming += _warm_ups(models, data, eps, masses, early.get("med"))
 
         # The ε and mediator stages need only the models and the data: on an accelerator with cores
         # to spare they run beside the μ_ν stage (their programs trace, lower and compile side by
@@ -218,6 +221,7 @@ def _eps_regions(models, data, eps, say, in_turn):
         say("[3/5] (eps regions skipped)")
         return {}, {}
     if in_turn:
+        settle_ahead()  # no program loading ahead while the caches are dropped
         jax.clear_caches()
     say("[3/5] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
 
@@ -249,8 +253,9 @@ def _warm_ups(models, data, eps, masses, early) -> list:
     stages start on the threads the μ_ν stage's models leave free, and a first run's programs
     otherwise compiled only then (9-15 s each on one H200). Their futures."""
     calls = []
-    if eps:
-        calls += [(prepare_solver, (FitProblem.create(m.release(*EPS_NAMES), data[name]),)) for name, m in models.items()]
+    if eps:  # each problem made in its warm-up's thread, as the warm-up's errors stay there
+        calls += [(lambda m=m, d=data[name]: prepare_solver(FitProblem.create(m.release(*EPS_NAMES), d)), ())
+                  for name, m in models.items()]
     if masses.size and early is not None:
         def mediators():
             med = _mediator_stage_models(early[0].result())
@@ -303,6 +308,7 @@ def _each_model(say, one, models: dict, *, beside_ok: bool, clear_each: bool = F
     run_combine)."""
     def run(name, m, say):
         if clear_each:
+            settle_ahead()
             jax.clear_caches()
         return one(name, m, say)
 

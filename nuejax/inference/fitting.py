@@ -463,11 +463,13 @@ def _launch_operands(problem, fixed, x0, take, max_iter, edm_tol) -> tuple:
 
 def prepare_solver(problem) -> None:
     """Load, or compile, the solver program of ``problem``'s fits and scans ahead (a warm-up: a
-    thread of :func:`nuejax._internal.ahead.beside` runs it while other work runs, and the fit
-    that needs the program finds it or waits for it; :func:`row_solver`). The program is that of
-    a launch of :func:`solve_rows` on ``problem.full()`` where its launches have one size: an
-    accelerator's where rows are cheap (:data:`ROW_LAUNCH_CHEAP_STEP` rows), the CPU's where they
-    are costly (:data:`CPU_CHUNK`). Elsewhere a launch's size follows its rows, and nothing is done."""
+    thread of :func:`nuejax._internal.ahead.warm_ups` runs it while other work runs, and the fit
+    that needs the program finds it, or, where programs are kept in the on-disk cache, waits for
+    it; :func:`row_solver`). The program is that of a launch of :func:`solve_rows` on
+    ``problem.full()`` where its launches have one size: an accelerator's where rows are cheap
+    (:data:`ROW_LAUNCH_CHEAP_STEP` rows), the CPU's where they are costly (:data:`CPU_CHUNK`);
+    a ``chunk`` given to a fit or scan makes other sizes. Elsewhere a launch's size follows its
+    rows, and nothing is done."""
     wide = problem.full()
     d = len(wide.names)
     fixed = Pins(np.zeros((1, d), dtype=bool), np.zeros((1, d)))

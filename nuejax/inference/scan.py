@@ -17,7 +17,8 @@ keeps the lower envelope:
 2. every point is fitted again from the end points of its converged neighbours on the grid (both
    directions; four in 2-D), and a lower converged end point replaces it; this repeats until no
    point moves (at most :data:`ENVELOPE_PASSES` passes), so a branch found at one point spreads
-   along the grid.
+   along the grid. A pass starts a point only from end points that no earlier pass started it
+   from (the same start would end where it ended).
 
 ``ScanResult.passes`` says how many passes ran and ``ScanResult.refitted`` how many points a
 neighbour's start lowered.
@@ -228,8 +229,9 @@ def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int
         # a point without a (converged) neighbour in some direction starts there from its own end point
         src = np.where(nb >= 0, nb, np.arange(n)[:, None])
         # A start from an end point that an earlier pass started from ends where it ended then (a
-        # row's fit depends on its start and pins alone, up to rounding), and was not lower: only
-        # fresh starts run.
+        # row's fit depends on its start and pins alone, up to rounding) and did not lower the
+        # point by the 1e-6 `better` asks for: only fresh starts run. (Leaving it out can change
+        # which of two end points within START_TIE of each other best_of_starts keeps.)
         # Without this the points that never converge (far above a limit, where -2 ln L is steep)
         # ran every pass to the iteration limit (nuejax combine's mediator curves: 15 of 47 launches).
         fresh = changed[src]
