@@ -1,7 +1,7 @@
-import sys, time, logging, threading, warnings, json
+import time, logging, threading, warnings
 import nuejax; nuejax.enable_x64()
 import nuejax.cache; nuejax.cache.enable_compilation_cache()
-import jax, numpy as np
+import jax
 warnings.simplefilter("ignore")
 compiled=[]
 class H(logging.Handler):
