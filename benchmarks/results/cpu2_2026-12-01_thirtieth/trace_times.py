@@ -1,9 +1,12 @@
-"""How long tracing and lowering each of `nuejax combine`'s solver programs takes (Python, under
-the GIL), one after the other: the μ_ν, ε and mediator stages' problems of the three models, each
-`fitting.row_solver`'s jitted function lowered (`.lower`, no XLA compilation) for a launch of the
-size its fits use here. Run from the repository root:
+"""How long the Python work before XLA compiles each of `nuejax combine`'s solver programs takes
+(under the GIL), one after the other: the μ_ν, ε and mediator stages' problems of the three
+models; for each, `fitting.row_solver`'s jitted function traced and lowered (`.lower`, no XLA
+compilation) for a launch of the size its fits use here, then (with ``--all``) the rows' cost
+analysis (`fitting.cheap_rows`: the value, gradient and Hessian of one row lowered for the CPU
+device; pass an empty ``NUEJAX_CACHE_DIR``, or it is read from the cache) and the program's export
+(`jax.export`, a trace and lowering of its own). Run from the repository root:
 
-    python benchmarks/results/cpu2_2026-12-01_thirtieth/trace_times.py
+    python benchmarks/results/cpu2_2026-12-01_thirtieth/trace_times.py [--all]
 """
 import sys
 import time
@@ -48,8 +51,11 @@ def problems():
         yield f"mediators {name}", FitProblem.create(mm, data[name], names=profile, fixed_names=(*scanned, *held))
 
 
+import jax  # noqa: E402
+
+every = "--all" in sys.argv
 jitted = fitting.row_solver().__wrapped__
-total = 0.0
+total = {"lower": 0.0, "cost": 0.0, "export": 0.0}
 for label, problem in problems():
     wide = problem.full()
     d = len(wide.names)
@@ -59,8 +65,17 @@ for label, problem in problems():
     ops = fitting._launch_operands(wide, fixed, x0, np.zeros(256, dtype=int), 40, fitting.EDM_TOL)
     t = time.perf_counter()
     lowered = jitted.lower(*ops)
-    dt = time.perf_counter() - t
-    total += dt
-    print(f"{label}: {d} parameters, traced and lowered in {dt:.2f} s "
-          f"({len(lowered.as_text()) / 1e6:.1f} MB of StableHLO text)", flush=True)
-print(f"all nine: {total:.1f} s")
+    dt = {"lower": time.perf_counter() - t}
+    size = len(lowered.as_text()) / 1e6
+    if every:
+        t = time.perf_counter()
+        fitting.cheap_rows(wide, jax.tree_util.tree_map(lambda a: a[0], fixed), x0[0, 0])
+        dt["cost"] = time.perf_counter() - t
+        t = time.perf_counter()
+        jax.export.export(jitted)(*ops)
+        dt["export"] = time.perf_counter() - t
+    for k, v in dt.items():
+        total[k] += v
+    print(f"{label}: {d} parameters, {size:.1f} MB of StableHLO text; "
+          + ", ".join(f"{k} {v:.2f} s" for k, v in dt.items()), flush=True)
+print("all nine: " + ", ".join(f"{k} {v:.1f} s" for k, v in total.items() if v))
