@@ -26,9 +26,9 @@ itself: the result is the same program's (tests/test_exported.py).
 On with the on-disk cache (``NUEJAX_CACHE``); ``NUEJAX_EXPORTED=0`` turns this part off alone.
 
 **Loaded ahead.** A stored program still costs its loading in every process: JAX's compilation
-cache deserializes the executable (0.7-2.2 s per solver program on an H200, where a warm
+cache deserializes the executable (0.6-3.0 s per solver program on an H200, where a warm
 ``nuejax combine`` loads ten, each in the stage that first needs it: benchmarks/NOTES.md).
-:func:`programs_of_run` remembers, per command and options, which programs a run loaded; the next
+:func:`programs_of_run` remembers, per command and options, which programs a run called; the next
 run with them loads those in background threads from its start (:func:`programs_ahead`, where
 cores are to spare and ``NUEJAX_AHEAD`` is on), so that a stage finds its program ready or
 waits for the load already under way. A program the run then does not need costs only its
@@ -199,8 +199,8 @@ def _index_arguments(name: str, options: dict) -> dict:
 
 def programs_ahead(name: str, options: dict) -> int:
     """Start loading, in background threads (:data:`AHEAD_WORKERS`, at most the spare cores), the
-    programs that the last run of ``name`` with ``options`` loaded (:func:`programs_of_run`), in
-    the order it first ran them. Returns how many were started (0 with the cache or this part
+    programs that the last run of ``name`` with ``options`` called (:func:`programs_of_run`), in
+    the order it first called them. Returns how many were started (0 with the cache or this part
     off, ``NUEJAX_AHEAD`` off, no core to spare or no run remembered)."""
     from ..cache import env_switch, load_entry
     from .ahead import ENV_AHEAD, spare_cores
