@@ -244,6 +244,8 @@ def test_each_beside_keeps_the_items_order_and_raises_after_all_ended(monkeypatc
     lines.clear()
     assert list(each_beside(clock, record, {"p": 0, "q": 0}, min_spare=3, allowed=False, first="q")) == ["p", "q"]
     assert lines == ["p says", "q says"]  # in turn: the items' order
+    with pytest.raises(KeyError, match="first='x' is not one of the items"):  # a typo is not ignored
+        each_beside(clock, record, {"p": 0, "q": 0}, min_spare=3, first="x")
 
 
 def test_a_solver_program_warmed_up_beside_is_the_one_fits_and_scans_run(monkeypatch):

@@ -121,7 +121,9 @@ def each_beside(say, fn, items: dict, *, min_spare: int, allowed: bool = True, f
     their launches fill each other's gaps. Every call beside has ended before this returns or
     raises."""
     keys = list(items)
-    own = keys[0] if first is None or first not in items else first
+    if first is not None and first not in items:
+        raise KeyError(f"each_beside: first={first!r} is not one of the items {keys}")
+    own = keys[0] if first is None else first
     order = [own] + [k for k in keys if k != own]  # the order of the calls; lines keep ``items``'
     branches = {k: say.branch() for k in keys}
     running = {}

@@ -315,7 +315,7 @@ def _each_model(say, one, models: dict, *, beside_ok: bool, clear_each: bool = F
     # the combination's fits are each stage's longest (both data sets, every nuisance of both):
     # they start at once in the stage's own thread, the experiments' where threads are free
     return each_beside(say, run, models, min_spare=BESIDE_MIN_SPARE, allowed=beside_ok and _beside_allowed(),
-                       first="combined")
+                       first="combined" if "combined" in models else None)
 
 
 def _plots(outdir, scans, regions, curves):
