@@ -133,8 +133,7 @@ def _load_or_export(jitted, tag: str, treedef, specs, records=None, record_as=No
 
     try:
         entry = cached("program", tag, arguments, build)
-        exp = made.get("exp") or jax.export.deserialize(bytearray(np.asarray(entry["program"]).tobytes()))
-        out_tree = pickle.loads(np.asarray(entry["out_tree"]).tobytes())
+        exp, out_tree = _decoded(entry, made.get("exp"))
     except Exception as err:  # not exportable here (e.g. no flatbuffers): the jitted function
         from ..cache import warn_once
 
@@ -149,6 +148,14 @@ def _load_or_export(jitted, tag: str, treedef, specs, records=None, record_as=No
     # compiled here, under the signature's lock, so that a second thread waits instead of
     # compiling it again (a program over a mesh compiles at its first call)
     return _runner(exp, out_tree, None if exp.nr_devices > 1 else [bool(sp.weak_type) for sp in specs])
+
+
+def _decoded(entry, exp=None):
+    """(the exported program, its output's treedef) of a stored entry; ``exp``: the program
+    already at hand (just exported), not deserialized again."""
+    if exp is None:
+        exp = jax.export.deserialize(bytearray(np.asarray(entry["program"]).tobytes()))
+    return exp, pickle.loads(np.asarray(entry["out_tree"]).tobytes())
 
 
 def _runner(exp, out_tree, weak=None):
@@ -185,10 +192,10 @@ def _load_ahead(tag, arguments, weak, x64, device):
         if entry is None:
             return None
         try:
-            exp = jax.export.deserialize(bytearray(np.asarray(entry["program"]).tobytes()))
+            exp, out_tree = _decoded(entry)
             if exp.nr_devices != 1 or len(weak) != len(exp.in_avals):
                 return None
-            return _runner(exp, pickle.loads(np.asarray(entry["out_tree"]).tobytes()), weak)
+            return _runner(exp, out_tree, weak)
         except Exception:  # noqa: BLE001 - the caller loads it itself and reports what fails
             return None
 

@@ -32,7 +32,6 @@ from ..model.combine import combine
 from ..model.fast import fast_model
 from ._clock import StageClock, each_beside, with_stages_beside
 from .._internal.ahead import beside, warm_ups
-from .._internal.ahead import wait as wait_for
 from .._internal.exported import settle_ahead
 from .borexino import Phase3Choices, borexino_phase3_model, phase3_calibration, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves, prepare_mediator_curves
@@ -96,8 +95,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         def run(say, in_turn):
             if in_turn:
                 builds_ended()
-                for f in warming:
-                    wait_for(f)
+                wait(warming)
             return stage(say, in_turn)
 
         return run
@@ -128,8 +126,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
                 allowed=_beside_allowed())
     finally:
         builds_ended()
-        for f in warming:
-            wait_for(f)
+        wait(warming)
     regions, eps_per = done["eps"]
     curves = done["med"]
     for name in per:
@@ -221,14 +218,13 @@ def _eps_regions(models, data, eps, say, in_turn):
         say("[3/5] (eps regions skipped)")
         return {}, {}
     if in_turn:
-        settle_ahead()  # no program loading ahead while the caches are dropped
-        jax.clear_caches()
+        _drop_programs()
     say("[3/5] (eps_ee_L, eps_ee_R): 90% CL regions (2 dof)")
 
     def one(name, m, say):
         mm = m.release(*EPS_NAMES)
         r = newton_fit(mm, data[name], one_sided=False)
-        s2 = profile_scan_2d(mm, data[name], ("eps_ee_L", "eps_ee_R"), *EPS_GRID, global_fit=r, n_iter=SCAN_ITER)
+        s2 = profile_scan_2d(mm, data[name], EPS_NAMES, *EPS_GRID, global_fit=r, n_iter=SCAN_ITER)
         inside = np.asarray(s2.delta_chi2) < 4.605
         say(f"      {name}: {int(inside.sum())} of {inside.size} grid points inside")
         return s2, {"eps_region_90_points": int(inside.sum()),
@@ -295,6 +291,13 @@ def _mediator_curves(data, masses, calibration, say, in_turn, early=None):
     return _each_model(say, one, med, beside_ok=not in_turn, clear_each=in_turn)
 
 
+def _drop_programs() -> None:
+    """Drop the compiled programs before a stage run in turn (run_combine), no program loading
+    ahead meanwhile (:func:`~nuejax._internal.exported.settle_ahead`)."""
+    settle_ahead()
+    jax.clear_caches()
+
+
 def _beside_allowed() -> bool:
     """Whether work may run beside other work here (run_combine: not on a CPU unless BESIDE_ON_CPU)."""
     return BESIDE_ON_CPU or jax.default_backend() != "cpu"
@@ -308,8 +311,7 @@ def _each_model(say, one, models: dict, *, beside_ok: bool, clear_each: bool = F
     run_combine)."""
     def run(name, m, say):
         if clear_each:
-            settle_ahead()
-            jax.clear_caches()
+            _drop_programs()
         return one(name, m, say)
 
     # the combination's fits are each stage's longest (both data sets, every nuisance of both):

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..inference.fitting import prepare_solver
 from ..inference.intervals import one_sided_threshold
-from ..inference.problem import FitProblem
-from ..inference.scan import profile_scans
+from ..inference.scan import prepare_profile_scans, profile_scans
 from ..model.physics_params import MEDIATOR_PARAMETERS
 from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
 
@@ -138,8 +136,7 @@ def prepare_mediator_curves(model, data, masses=MEDIATOR_MASSES, ratios=RATIO_GR
     mm = mediator_model(model, None, masses, ratios)
     mediators = tuple(dict.fromkeys(MEDIATOR_MODELS.values()))
     profile, held = _profiled_and_held(mm, mediators)
-    scanned = tuple(MEDIATOR_PARAMETERS[md][0] for md in mediators)
-    prepare_solver(FitProblem.create(mm, data, names=profile, fixed_names=(*scanned, *held)))
+    prepare_profile_scans(mm, data, [MEDIATOR_PARAMETERS[md][0] for md in mediators], held, profile=profile)
 
 
 def mediator_model(model, mediator: str | None = None, masses=MEDIATOR_MASSES, ratios=RATIO_GRID):

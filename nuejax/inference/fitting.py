@@ -30,7 +30,7 @@ from .results import BatchFitResult, FitResult
 from .starts import (CONTINUE_PASSES, DEFAULT_STARTS, choose_start, distinct_minima, same_minimum,
                      standard_deviations, start_design, warn_second_minimum)
 
-__all__ = ["ACCELERATOR_ROW_BYTES", "CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "cheap_rows", "compiled_solver", "compiled_value_grad_hessian", "costly_objective",
+__all__ = ["ACCELERATOR_ROW_BYTES", "CPU_CHEAP_CHUNK", "CPU_ROW_FLOPS", "EDM_TOL", "FLAT_CHI2", "FlatParameterWarning", "batch_fit", "best_of_starts", "cheap_rows", "compiled_solver", "compiled_value_grad_hessian", "costly_objective", "distinct_rows",
            "end_point_report", "flat_message", "flat_parameters", "launch_size", "make_fit_result", "multistart", "newton_fit", "newton_result", "objective", "objective_at",
            "one_sided_errors", "over_rows", "pad_rows", "padded_rows", "prepare_solver", "problem_value_grad_hessian", "profile_starts", "ROW_LAUNCH_CHEAP_STEP", "ROW_LAUNCH_MIN", "ROW_LAUNCH_MIN_CHEAP", "ROW_LAUNCH_QUANTUM", "row_solver", "solve_batch", "solve_continued", "solve_rows", "value_grad_hess",
            "value_grad_hessian", "hessian_route", "approximate_route", "gauss_newton_terms", "curvature_term"]
@@ -413,13 +413,7 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
         fixed = Pins(np.zeros((n, d), dtype=bool), np.zeros((n, d)))
     fixed = jax.tree_util.tree_map(np.asarray, fixed)
     leaves = [np.asarray(a, dtype=float).reshape(n, -1) for a in jax.tree_util.tree_leaves(fixed)]
-    key = np.ascontiguousarray(np.concatenate(leaves + [x0.reshape(n, -1)], axis=1))
-    _, first, inverse = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel(),
-                                  return_index=True, return_inverse=True)
-    order = np.argsort(first)  # distinct rows in the order they first appear
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    uniq, inverse = first[order], rank[np.asarray(inverse).ravel()]
+    uniq, inverse = distinct_rows(np.concatenate(leaves + [x0.reshape(n, -1)], axis=1))
     step, sequential, least = _launch_plan(problem, fixed, x0, None if chunk is None else int(chunk) * int(group))
     solve = row_solver()
     # the last distinct row each point needs (progress: a point is done once that one is)
@@ -438,6 +432,19 @@ def solve_rows(problem, x0, fixed=None, *, max_iter: int = 100, edm_tol: float =
     outs = [jax.tree_util.tree_map(lambda v: np.asarray(v)[:r], out) for out, r in outs]  # noqa: B023
     res = outs[0] if len(outs) == 1 else jax.tree_util.tree_map(lambda *v: np.concatenate(v), *outs)
     return type(res)(*(np.asarray(v)[inverse] for v in res))
+
+
+def distinct_rows(key) -> tuple:
+    """``(first, inverse)`` of the rows of ``key`` (n, m): the row where each distinct row first
+    appears, in the order they first appear, and each row's position among them (rows equal bit
+    for bit are one)."""
+    key = np.ascontiguousarray(key)
+    _, first, inverse = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel(),
+                                  return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[np.asarray(inverse).ravel()]
 
 
 def _launch_plan(problem, fixed, x0, rows_per_launch):

@@ -33,14 +33,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ParameterError
-from .fitting import (best_of_starts, newton_fit, newton_result, profile_starts, solve_continued, solve_rows,
-                      value_grad_hess)
+from .fitting import (best_of_starts, newton_fit, newton_result, prepare_solver, profile_starts, solve_continued,
+                      solve_rows, value_grad_hess)
 from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
 
 __all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "grid_neighbours", "grid_values",
-           "pinned_refits", "profile_points", "profile_scan", "profile_scan_2d", "profile_scans", "refine_scan",
+           "pinned_refits", "prepare_profile_scans", "profile_points", "profile_scan", "profile_scan_2d", "profile_scans",
+           "refine_scan",
            "scan_problem"]
 
 
@@ -243,9 +244,8 @@ def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int
         x_nb = np.where(fresh[todo][..., None], x_nb,
                         x_nb[np.arange(todo.size), np.argmax(fresh[todo], axis=1)][:, None, :])
         new = solve(x_nb[:, :, None, :], todo)
-        was = type(res)(*(a[todo] for a in res))
         better = np.zeros(n, dtype=bool)
-        better[todo] = new.converged & np.isfinite(new.fun) & ((new.fun < was.fun - 1e-6) | ~ok[todo])
+        better[todo] = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun[todo] - 1e-6) | ~ok[todo])
         if not np.any(better):
             break
         refitted |= better
@@ -298,6 +298,23 @@ def profile_scan(model, data, name: str, values: Sequence[float], *, profile=Non
     return _scan_result(name, values, res, g, s, time.perf_counter() - t0, passes, refitted)
 
 
+def _scans_problem(model, data, scanned: tuple, held: tuple, profile, init=None, aux=None) -> FitProblem:
+    """The problem of :func:`profile_scans`: ``profile`` fitted, the scanned and held parameters per point."""
+    if not held or set(scanned) & set(held):
+        raise ParameterError(f"profile_scans: give the held parameters' values per case (not the scanned {scanned} "
+                             f"themselves), got {held}")
+    return FitProblem.create(model, data, names=profile, fixed_names=(*scanned, *held), init=init, aux=aux)
+
+
+def prepare_profile_scans(model, data, name, held, *, profile=None) -> None:
+    """Load or compile ahead the solver program that :func:`profile_scans` of ``model`` and
+    ``data`` with these scanned names (a name or one per case) and ``held`` parameters (the keys
+    of its ``given``) runs (:func:`~nuejax.inference.fitting.prepare_solver`): a warm-up for a
+    thread beside other work."""
+    scanned = (name,) if isinstance(name, str) else tuple(dict.fromkeys(name))
+    prepare_solver(_scans_problem(model, data, scanned, tuple(held), profile))
+
+
 def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
                   profile=None, init: Mapping | None = None, aux=None, n_iter: int = SCAN_MAX_ITER,
                   chunk: int | None = None, max_iter: int = 100) -> list:
@@ -329,12 +346,8 @@ def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Ma
     names = (name,) * len(grids) if isinstance(name, str) else tuple(name)
     if len(names) != len(grids):
         raise ParameterError(f"profile_scans: {len(names)} scanned names for {len(grids)} grids: give one per grid")
-    scanned = tuple(dict.fromkeys(names))
-    held = tuple(given)
-    if not held or set(scanned) & set(held):
-        raise ParameterError(f"profile_scans: give the held parameters' values per case (not the scanned {scanned} "
-                             f"themselves), got {held}")
-    s = FitProblem.create(model, data, names=profile, fixed_names=(*scanned, *held), init=init, aux=aux)
+    scanned, held = tuple(dict.fromkeys(names)), tuple(given)
+    s = _scans_problem(model, data, scanned, held, profile, init, aux)
     ps = s.model.parameters
     held_values = np.zeros((len(grids), len(held)))
     for j, p in enumerate(held):

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._internal.exported import persistent
-from .fitting import costly_objective, hessian_route, objective, over_rows, value_grad_hessian
+from .fitting import costly_objective, distinct_rows, hessian_route, objective, over_rows, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, Pins, flatten_aux, pin_penalty
 from .starts import (CONTINUE_PASSES, MINIMUM_XTOL, choose_start, distinct_minima, standard_deviations, start_design,
@@ -510,14 +510,10 @@ def _distinct_toys(gen_x, index):
     if np.unique(index).size == index.size:  # the common case, checked on the indices alone
         return None
     keys = np.concatenate([np.asarray(gen_x, dtype=float), index.astype(float)[:, None]], axis=1)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    first, back = distinct_rows(keys)
     if first.size == len(keys):
         return None
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    take = np.concatenate([first[order], np.full(len(keys) - first.size, first[order[0]])])
-    return take, rank[np.ravel(inverse)]
+    return np.concatenate([first, np.full(len(keys) - first.size, first[0])]), back
 
 
 def ratio_statistic(f_cond, f_global) -> np.ndarray:
