@@ -305,3 +305,50 @@ def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypat
     p = reference.defaults()
     values = [float(m.nll(p, d)) for m, d in ((first, data), (second, data2), (reference, data))]
     assert values[0] == values[1] == values[2], values
+
+
+def test_profile_scans_stop_above_a_crossing(mediator_models):
+    """profile_scans with ``stop_above`` fits each case's grid in ascending waves and stops a case
+    once a converged point right of its best fit lies above the level: the points it fits are the
+    full scan's (same values, same −2 ln L), the limits are the full scan's, and a case whose grid
+    does not cross runs to its end. Global fits handed over give what the call's own give."""
+    from nuejax.analyses.mediators import Q_REF, mediator_model
+    from nuejax.errors import ParameterError
+    from nuejax.inference.intervals import one_sided_threshold
+    from nuejax.inference.scan import profile_scans, scans_global_fits
+
+    fast = mediator_models[1]
+    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)
+    data = np.random.default_rng(3).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    m = mediator_model(fast, "zprime")
+    masses = np.array([0.05, 0.3, 5.0])
+    grids = [np.concatenate([[0.0], np.logspace(-2, 4, 13) * (mm**2 + Q_REF)]) for mm in masses]
+    grids[2] = grids[2][:6]  # ratios up to 1: no crossing at 5 MeV
+    given = {"zprime_mass": masses}
+    level = one_sided_threshold(0.9)
+    full = profile_scans(m, data, "zprime_coupling", grids, given)
+    fits = scans_global_fits(m, data, "zprime_coupling", grids, given)
+    waved = profile_scans(m, data, "zprime_coupling", grids, given, stop_above=level, waves=(4, 2), global_fits=fits)
+    own = profile_scans(m, data, "zprime_coupling", grids, given, stop_above=level, waves=(4, 2))
+    for f, w, o, grid in zip(full, waved, own, grids):
+        n = w.values.size
+        np.testing.assert_array_equal(w.values, grid[:n])
+        np.testing.assert_allclose(w.nll, f.nll[:n], rtol=1e-10)
+        assert w.converged.all()
+        assert w.nll_min == pytest.approx(f.nll_min, rel=1e-12) and w.best == pytest.approx(f.best, rel=1e-8, abs=1e-12)
+        for a, b in zip((w.nll, w.nll_min, w.best), (o.nll, o.nll_min, o.best)):
+            np.testing.assert_array_equal(a, b)
+        ul, ul_full = w.upper_limit(0.9), f.upper_limit(0.9)
+        assert (ul is None) == (ul_full is None)
+        if ul is not None:
+            assert ul == pytest.approx(ul_full, rel=1e-12)
+            # it stopped at the wave holding the first point above the level right of the best fit
+            d = np.asarray(w.delta_chi2)
+            first = int(np.nonzero((w.values > w.best) & (d > level))[0][0])
+            assert n == min(grid.size, 4 + 2 * max(0, -(-(first + 1 - 4) // 2)))
+    assert [w.values.size for w in waved][:2] < [g.size for g in grids[:2]]  # the far points were left out
+    assert waved[2].values.size == grids[2].size and waved[2].upper_limit(0.9) is None
+    with pytest.raises(ParameterError, match="2 global fits for 3 grids"):
+        profile_scans(m, data, "zprime_coupling", grids, given, global_fits=fits[:2])
+    with pytest.raises(ParameterError, match="wave sizes must be positive"):
+        profile_scans(m, data, "zprime_coupling", grids, given, stop_above=level, waves=(4, 0))

@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..inference.intervals import one_sided_threshold
-from ..inference.scan import prepare_profile_scans, profile_scans
+from ..inference.scan import prepare_profile_scans, profile_scans, scans_global_fits
 from ..model.physics_params import MEDIATOR_PARAMETERS
 from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
 
 __all__ = ["MEDIATOR_MASSES", "MEDIATOR_MODELS", "Q_REF", "RATIO_GRID", "SCAN_ITER", "mediator_curves",
            "mediator_limit", "mediator_limits", "mediator_model", "mediators_limits", "plot_mediator_curves",
-           "prepare_mediator_curves"]
+           "prepare_mediator_curves", "scan_waves", "FIRST_WAVE_RATIO", "WAVE_DECADES"]
 
 #: mediator masses [MeV]
 MEDIATOR_MASSES = np.logspace(-2, 2, 9)
@@ -32,6 +32,20 @@ Q_REF = 3e-3
 #: tested coupling products y = g_ν g_e per mass, as y / (m² + Q_REF) in MEDIATOR_COUPLING_UNIT (1e-12)
 RATIO_GRID = np.logspace(-2, 3, 21)
 SCAN_ITER = 40
+#: the coarse scans run in ascending waves and a case stops once it crosses its limit's threshold
+#: (profile_scans' ``stop_above``): the first wave holds the points up to this ratio (with 0),
+#: each later one the next WAVE_DECADES decades of ratios
+FIRST_WAVE_RATIO = 10.0
+WAVE_DECADES = 1.0
+
+
+def scan_waves(ratios=RATIO_GRID) -> tuple:
+    """The wave sizes (points per case) of the coarse scans on ``ratios`` (:data:`FIRST_WAVE_RATIO`,
+    :data:`WAVE_DECADES`): the first wave counts the point at 0 too."""
+    r = np.asarray(ratios, dtype=float)
+    first = 1 + int(np.sum(r <= FIRST_WAVE_RATIO))
+    per = int(np.sum((r > r[0]) & (r <= r[0] * 10 ** WAVE_DECADES)))
+    return first, max(per, 1)
 
 
 def mediator_limit(model, data, mediator: str, mass_mev: float, *, cl: float = 0.9, ratios=RATIO_GRID,
@@ -61,11 +75,14 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     mediators' couplings stay at their values (zero: :func:`mediator_model`), free or not, so that
     every mediator's curves run one compiled program. Every mediator's and every mass's scan
     points run in the same batched launches (:func:`~nuejax.inference.scan.profile_scans`: the
-    masses and the other couplings pinned per row), one pass of launches for the coarse grids and
-    one for the refinements.
+    masses and the other couplings pinned per row), a pass of launches per wave of the coarse
+    grids and one for the refinements.
 
     The tested products are 0 and ``ratios`` × (m² + :data:`Q_REF`) (the contact scaling: limits
-    on that ratio barely change with the mass); then, with ``refine``, ``refine_points`` (default:
+    on that ratio barely change with the mass), fitted in ascending waves (:func:`scan_waves`);
+    a case stops once a converged point right of its best fit lies above the threshold
+    (:func:`~nuejax.inference.scan.profile_scans`, ``stop_above``), so the points far above the
+    limit are not fitted; then, with ``refine``, ``refine_points`` (default:
     as many) points from the larger of the best fit and the last point below the threshold to the
     first point above it, right of the best fit. The best fit need not be at 0: where the data
     prefer a coupling, its minimum can be narrower than the coarse grid's step, which then has no
@@ -73,7 +90,8 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     "g": sqrt(y), "best_product": ŷ, "delta_chi2_at_zero": Δχ²(y = 0), ...}``; ``product`` and
     ``g`` are None where the profile does not cross right of the best fit inside the grid. The
     scans' warnings (points that did not converge, left out of a limit) reach the caller; each
-    limit's ``converged`` counts its points that did."""
+    limit's ``converged`` counts its points that did, of ``points`` fitted. The cases share their
+    global fits (:func:`~nuejax.inference.scan.scans_global_fits`) between the two passes."""
     mediators = tuple(dict.fromkeys((mediators,) if isinstance(mediators, str) else mediators))
     masses = np.atleast_1d(np.asarray(masses, dtype=float))
     # a case per mediator and mass: its coupling scanned, every mediator's mass held at the mass
@@ -89,31 +107,34 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
 
     # no warning filter here: warnings.catch_warnings is not thread-safe and the curves of several
     # models run beside each other (nuejax combine); the commands filter RuntimeWarning around them
-    scans = profile_scans(model, data, names, grids, given(case_masses), profile=profile, n_iter=SCAN_ITER)
+    level = one_sided_threshold(cl)
+    fits = scans_global_fits(model, data, names, grids, given(case_masses), profile=profile)
+    scans = profile_scans(model, data, names, grids, given(case_masses), profile=profile, n_iter=SCAN_ITER,
+                          global_fits=fits, stop_above=level, waves=scan_waves(ratios))
     at_zero = [float(np.asarray(s.delta_chi2)[0]) for s in scans]
     passes = [1] * len(scans)
     fine, which = [], []
-    for k, (s, grid) in enumerate(zip(scans, grids)):
-        above = np.nonzero((grid > s.best) & (np.asarray(s.delta_chi2) > one_sided_threshold(cl))
-                           & np.asarray(s.converged, dtype=bool))[0]
+    for k, s in enumerate(scans):
+        x = np.asarray(s.values)
+        above = np.nonzero((x > s.best) & (np.asarray(s.delta_chi2) > level) & np.asarray(s.converged, dtype=bool))[0]
         if refine and above.size:
             j = int(above[0])
-            lo = max(float(s.best), float(grid[j - 1]))
-            n = grid.size - 1 if refine_points is None else int(refine_points)
-            fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, grid[j], n)])))
+            lo = max(float(s.best), float(x[j - 1]))
+            n = grids[k].size - 1 if refine_points is None else int(refine_points)
+            fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, x[j], n)])))
             which.append(k)
     if which:
         again = profile_scans(model, data, [names[k] for k in which], fine, given(case_masses[which]),
-                              profile=profile, n_iter=SCAN_ITER)
+                              profile=profile, n_iter=SCAN_ITER, global_fits=[fits[k] for k in which])
         for k, s in zip(which, again):
             scans[k], passes[k] = s, 2
     out = {md: [] for md in mediators}
-    for (md, _), s, grid, z, p in zip(cases, scans, grids, at_zero, passes):
+    for (md, _), s, z, p in zip(cases, scans, at_zero, passes):
         ul = s.upper_limit(cl)
         prod = None if ul is None else float(ul) * MEDIATOR_COUPLING_UNIT
         out[md].append({"product": prod, "g": None if prod is None else float(np.sqrt(prod)),
                         "best_product": float(s.best) * MEDIATOR_COUPLING_UNIT, "delta_chi2_at_zero": z,
-                        "converged": int(np.asarray(s.converged).sum()), "points": int(grid.size), "passes": p})
+                        "converged": int(np.asarray(s.converged).sum()), "points": int(np.size(s.values)), "passes": p})
     return out
 
 

@@ -41,7 +41,7 @@ from .starts import DEFAULT_STARTS
 
 __all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "grid_neighbours", "grid_values",
            "pinned_refits", "prepare_profile_scans", "profile_points", "profile_scan", "profile_scan_2d", "profile_scans",
-           "refine_scan",
+           "refine_scan", "scans_global_fits",
            "scan_problem"]
 
 
@@ -315,33 +315,10 @@ def prepare_profile_scans(model, data, name, held, *, profile=None) -> None:
     prepare_solver(_scans_problem(model, data, scanned, tuple(held), profile))
 
 
-def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
-                  profile=None, init: Mapping | None = None, aux=None, n_iter: int = SCAN_MAX_ITER,
-                  chunk: int | None = None, max_iter: int = 100) -> list:
-    """1-D profile scans of ``name``, one per case: case k holds each parameter of ``given`` at
-    ``given[p][k]`` (held, not profiled: a mediator's mass) and scans ``name`` over ``grids[k]``
-    (grids may differ in length), every other free parameter (or ``profile``) minimised; the same
-    as :func:`profile_scan` at each case's values with ``starts=1``, but every case's points run in
-    the same batched launches of the model's one scan program (:func:`scan_problem`; the held
-    parameters pinned per row), and so do the cases' global fits. ``name`` may also give one
-    scanned parameter per case (a sequence as long as ``grids``): case k then scans ``name[k]`` and
-    holds the other scanned parameters at their values (the model's, or ``init``'s; not profiled,
-    and not in ``given``), so that the scans of a model's two mediator couplings, each holding the
-    other at zero, share their launches too; each case is then :func:`profile_scan` with those
-    held too (``init``), where ``profile`` leaves them out.
-
-    Each case's Δχ² is measured from its own minimum: the lower of the fit with its scanned
-    parameter free at that case's values (from the problem's start, every case in one launch, rows
-    at the iteration limit continued: :func:`~nuejax.inference.fitting.solve_continued`) and the
-    case's lowest converged point. Returns a :class:`ScanResult` per case (its ``seconds``: of the
-    whole call).
-
-    Raises:
-        ParameterError: a held value outside its parameter's bounds or not finite, ``given``
-            arrays of different lengths or not one per grid, scanned names not one per grid or
-            among the held ones, a bad grid (names the case).
-    """
-    t0 = time.perf_counter()
+def _scan_cases(model, data, name, grids, given, profile, init, aux) -> tuple:
+    """The checked set-up of :func:`profile_scans`: its problem, each case's scanned name and grid,
+    the held values per case (cases, held), which scanned parameter each case scans (cases,
+    scanned) and the other scanned ones' values."""
     grids = list(grids)
     names = (name,) * len(grids) if isinstance(name, str) else tuple(name)
     if len(names) != len(grids):
@@ -366,38 +343,142 @@ def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Ma
             checked.append(grid_values(ps, n, grid))
         except ParameterError as err:
             raise ParameterError(f"profile_scans, case {k}: {err}") from err
-    sizes = np.array([g.size for g in checked])
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    groups = np.repeat(np.arange(len(checked)), sizes)
-    # per case: its grid in its scanned parameter's column, the other scanned ones at their values
     host = s.host_params()
     others = np.array([host[v] for v in scanned])
     own = np.array([[v == n for v in scanned] for n in names])
-    points = np.column_stack([np.where(own[groups], np.concatenate(checked)[:, None], others), held_values[groups]])
-    neighbours = np.concatenate([np.where(grid_neighbours((int(m),)) >= 0, grid_neighbours((int(m),)) + o, -1)
-                                 for m, o in zip(sizes, offsets)])
-    # the cases' global fits: the scan problem with the held parameters (and the other scanned
-    # ones) pinned, one row per case
+    return s, names, checked, held_values, own, others
+
+
+def _case_fits(s: FitProblem, held_values, own, others, max_iter: int) -> list:
+    """The cases' global fits: the scan problem with the held parameters (and the other scanned
+    ones) pinned, one row per case, in one launch (rows at the iteration limit continued)."""
+    n = len(held_values)
     wide = scan_problem(s)
     i_fixed = np.array([wide.names.index(p) for p in s.fixed_names], dtype=int)
-    mask, pinned = s.held_pins(len(checked))
-    mask[:, i_fixed] = np.column_stack([~own, np.ones((len(checked), len(held)), dtype=bool)])
+    mask, pinned = s.held_pins(n)
+    mask[:, i_fixed] = np.column_stack([~own, np.ones((n, held_values.shape[1]), dtype=bool)])
     pinned[:, i_fixed] = np.column_stack([np.where(own, 0.0, others), held_values])
     x0 = np.where(mask, pinned, np.asarray(wide.start(), dtype=float)[None])
     t_fit = time.perf_counter()
     r = solve_continued(wide, x0, Pins(mask, pinned), max_iter=max_iter)
     seconds = time.perf_counter() - t_fit
-    fits = [newton_result(wide, type(r)(*(np.asarray(a)[k] for a in r)), seconds, one_sided=False)
-            for k in range(len(checked))]
-    res, passes, refitted = profile_points(s, points, fits, neighbours, n_iter=n_iter, chunk=chunk,
-                                           label=f"scans {'/'.join(scanned)}", groups=groups)
+    return [newton_result(wide, type(r)(*(np.asarray(a)[k] for a in r)), seconds, one_sided=False) for k in range(n)]
+
+
+def scans_global_fits(model, data, name, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
+                      profile=None, init: Mapping | None = None, aux=None, max_iter: int = 100) -> list:
+    """The global fits that :func:`profile_scans` with these arguments measures each case's Δχ²
+    from (a :class:`~nuejax.inference.FitResult` per case): made once, they can be handed to
+    several calls on the same cases (``global_fits``: a coarse scan and its refinement). Raises
+    as :func:`profile_scans`."""
+    s, _, _, held_values, own, others = _scan_cases(model, data, name, grids, given, profile, init, aux)
+    return _case_fits(s, held_values, own, others, max_iter)
+
+
+def _above_right_of_best(res, fit: FitResult, name: str, values, level: float) -> bool:
+    """Whether a converged point of the scan points ``res`` (at ``values`` of ``name``) to the
+    right of the best fit (``ScanResult.best``: the global fit's, or the lowest converged point's
+    where that is lower) lies above ``level`` in Δχ²: the profile has crossed the level there, or
+    its minimum is narrower than the grid's step (no point below the level at all; a refinement
+    between the best fit and that point finds the crossing)."""
+    ok = np.asarray(res.converged, dtype=bool) & np.isfinite(res.fun)
+    if not ok.any():
+        return False
+    f, x = np.asarray(res.fun)[ok], np.asarray(values)[ok]
+    lowest = int(np.argmin(f))
+    best, f_min = (float(fit.params[name]), float(fit.fval)) if float(fit.fval) <= f[lowest] else (x[lowest], f[lowest])
+    return bool(np.any((x > best) & (f - f_min > level)))
+
+
+def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
+                  profile=None, init: Mapping | None = None, aux=None, n_iter: int = SCAN_MAX_ITER,
+                  chunk: int | None = None, max_iter: int = 100, global_fits: Sequence[FitResult] | None = None,
+                  stop_above: float | None = None, waves: Sequence[int] | int = 4) -> list:
+    """1-D profile scans of ``name``, one per case: case k holds each parameter of ``given`` at
+    ``given[p][k]`` (held, not profiled: a mediator's mass) and scans ``name`` over ``grids[k]``
+    (grids may differ in length), every other free parameter (or ``profile``) minimised; the same
+    as :func:`profile_scan` at each case's values with ``starts=1``, but every case's points run in
+    the same batched launches of the model's one scan program (:func:`scan_problem`; the held
+    parameters pinned per row), and so do the cases' global fits. ``name`` may also give one
+    scanned parameter per case (a sequence as long as ``grids``): case k then scans ``name[k]`` and
+    holds the other scanned parameters at their values (the model's, or ``init``'s; not profiled,
+    and not in ``given``), so that the scans of a model's two mediator couplings, each holding the
+    other at zero, share their launches too; each case is then :func:`profile_scan` with those
+    held too (``init``), where ``profile`` leaves them out.
+
+    Each case's Δχ² is measured from its own minimum: the lower of the fit with its scanned
+    parameter free at that case's values (from the problem's start, every case in one launch, rows
+    at the iteration limit continued: :func:`~nuejax.inference.fitting.solve_continued`; or
+    ``global_fits``, one per case, from :func:`scans_global_fits`) and the case's lowest converged
+    point. Returns a :class:`ScanResult` per case (its ``seconds``: of the whole call).
+
+    ``stop_above`` (a Δχ² level, e.g. a one-sided limit's threshold): the grids' points are fitted
+    in ascending waves, ``waves`` points of each case at a time (a sequence: the sizes of the
+    first waves, the last one repeated), and a case with a converged point above the level to the
+    right of its best fit (``ScanResult.best``) is not continued: its result holds the points
+    fitted, enough for :meth:`ScanResult.upper_limit` at that level or for a refinement between
+    the best fit and that point. The points far above a limit, where −2 ln L is
+    steep and a fit crawls (``nuejax combine``'s mediator curves: 61 % of their solver iterations
+    went to points more than 1000 above the minimum), are then left out, and so would a second,
+    deeper minimum beyond the crossing be, as a grid that ended there would leave it out. Each wave
+    refits its points from their neighbours in the wave (:func:`profile_points`).
+
+    Raises:
+        ParameterError: a held value outside its parameter's bounds or not finite, ``given``
+            arrays of different lengths or not one per grid, scanned names not one per grid or
+            among the held ones, a bad grid (names the case), ``global_fits`` not one per case,
+            wave sizes that are not positive.
+    """
+    t0 = time.perf_counter()
+    s, names, checked, held_values, own, others = _scan_cases(model, data, name, grids, given, profile, init, aux)
+    n_cases = len(checked)
+    if global_fits is None:
+        fits = _case_fits(s, held_values, own, others, max_iter)
+    elif len(global_fits) != n_cases:
+        raise ParameterError(f"profile_scans: {len(global_fits)} global fits for {n_cases} grids: give one per grid")
+    else:
+        fits = list(global_fits)
+    sizes = np.array([g.size for g in checked])
+    widths = [int(sizes.max())] if stop_above is None else [int(w) for w in np.atleast_1d(waves)]
+    if min(widths) < 1:
+        raise ParameterError(f"profile_scans: wave sizes must be positive, got {waves}")
+    parts = [[] for _ in range(n_cases)]  # per case: (its points' results, refitted) of each wave
+    pending, start, passes, w = np.arange(n_cases), 0, 0, 0
+    while pending.size:
+        stop = start + widths[min(w, len(widths) - 1)]
+        sub = [checked[k][start:stop] for k in pending]
+        n_sub = np.array([g.size for g in sub])
+        offsets = np.concatenate([[0], np.cumsum(n_sub)[:-1]])
+        groups = np.repeat(np.arange(pending.size), n_sub)
+        # per case: its grid in its scanned parameter's column, the other scanned ones at their values
+        points = np.column_stack([np.where(own[pending][groups], np.concatenate(sub)[:, None], others),
+                                  held_values[pending][groups]])
+        neighbours = np.concatenate([np.where(grid_neighbours((int(m),)) >= 0, grid_neighbours((int(m),)) + o, -1)
+                                     for m, o in zip(n_sub, offsets)])
+        res, p, refitted = profile_points(s, points, [fits[k] for k in pending], neighbours, n_iter=n_iter,
+                                          chunk=chunk, label=f"scans {'/'.join(dict.fromkeys(names))}", groups=groups)
+        passes = max(passes, p)
+        for j, k in enumerate(pending):
+            sel = slice(int(offsets[j]), int(offsets[j] + n_sub[j]))
+            parts[k].append((type(res)(*(np.asarray(a)[sel] for a in res)), refitted[sel]))
+        more = sizes[pending] > stop
+        if stop_above is not None:
+            more &= np.array([not _above_right_of_best(_joined(parts[k]), fits[k], names[k], checked[k][:stop], stop_above)
+                              for k in pending], dtype=bool)
+        pending, start, w = pending[more], stop, w + 1
     seconds = time.perf_counter() - t0
     out = []
-    for k, grid in enumerate(checked):
-        sel = slice(int(offsets[k]), int(offsets[k] + sizes[k]))
-        part = type(res)(*(np.asarray(a)[sel] for a in res))
-        out.append(_scan_result(names[k], grid, part, fits[k], s, seconds, passes, refitted[sel]))
+    for k in range(n_cases):
+        res = _joined(parts[k])
+        refitted = np.concatenate([r for _, r in parts[k]])
+        out.append(_scan_result(names[k], checked[k][:len(refitted)], res, fits[k], s, seconds, passes, refitted))
     return out
+
+
+def _joined(parts):
+    """The results of a case's waves as one (NewtonResult of arrays along the points)."""
+    first = parts[0][0]
+    return type(first)(*(np.concatenate([np.asarray(r[i]) for r, _ in parts]) for i in range(len(first))))
 
 
 def refine_scan(model, data, scan: ScanResult, levels=(1.0,), *, points: int = 4, global_fit: FitResult | None = None,
