@@ -307,11 +307,13 @@ def test_the_cached_sr0_model_equals_a_fresh_build(unbinned, tmp_path, monkeypat
     assert values[0] == values[1] == values[2], values
 
 
+@pytest.mark.slow
 def test_profile_scans_stop_above_a_crossing(mediator_models):
     """profile_scans with ``stop_above`` fits each case's grid in ascending waves and stops a case
-    once a converged point right of its best fit lies above the level: the points it fits are the
-    full scan's (same values, same −2 ln L), the limits are the full scan's, and a case whose grid
-    does not cross runs to its end. Global fits handed over give what the call's own give."""
+    once a converged point right of its best fit lies above the level and has a fitted point to
+    its right: the points it fits are the full scan's (same values, same −2 ln L), the limits are
+    the full scan's, and a case whose grid does not cross runs to its end. Global fits handed over
+    give what the call's own give; fits in another case's order are refused."""
     from nuejax.analyses.mediators import Q_REF, mediator_model
     from nuejax.errors import ParameterError
     from nuejax.inference.intervals import one_sided_threshold
@@ -342,13 +344,69 @@ def test_profile_scans_stop_above_a_crossing(mediator_models):
         assert (ul is None) == (ul_full is None)
         if ul is not None:
             assert ul == pytest.approx(ul_full, rel=1e-12)
-            # it stopped at the wave holding the first point above the level right of the best fit
+            # it stopped after the first wave that fitted a point to the right of the first point
+            # above the level right of the best fit (waves ending at 4, 6, 8, ...)
             d = np.asarray(w.delta_chi2)
             first = int(np.nonzero((w.values > w.best) & (d > level))[0][0])
-            assert n == min(grid.size, 4 + 2 * max(0, -(-(first + 1 - 4) // 2)))
-    assert [w.values.size for w in waved][:2] < [g.size for g in grids[:2]]  # the far points were left out
+            assert n == min(grid.size, 4 + 2 * max(0, -(-(first + 2 - 4) // 2)))
+    assert waved[1].best > grids[1][3]  # a best fit beyond the first wave
+    assert all(w.values.size < g.size for w, g in zip(waved[:2], grids[:2]))  # the far points were left out
     assert waved[2].values.size == grids[2].size and waved[2].upper_limit(0.9) is None
-    with pytest.raises(ParameterError, match="2 global fits for 3 grids"):
-        profile_scans(m, data, "zprime_coupling", grids, given, global_fits=fits[:2])
-    with pytest.raises(ParameterError, match="wave sizes must be positive"):
-        profile_scans(m, data, "zprime_coupling", grids, given, stop_above=level, waves=(4, 0))
+    with pytest.raises(ParameterError, match="global fit 0 holds zprime_mass = 0.3, not case 0's 0.05"):
+        profile_scans(m, data, "zprime_coupling", grids, given, global_fits=fits[1:] + fits[:1])
+
+
+def test_profile_scans_refuses_bad_waves_and_global_fits(mediator_models):
+    """profile_scans' wave arguments and handed global fits are checked before any fit."""
+    from nuejax.analyses.mediators import mediator_model
+    from nuejax.errors import ParameterError
+    from nuejax.inference.scan import profile_scans
+
+    fast = mediator_models[1]
+    m = mediator_model(fast, "zprime")
+    data = np.asarray(fast.expected(fast.parameters.values()))
+    grids, given = [np.array([0.0, 1.0, 2.0])] * 2, {"zprime_mass": np.array([0.1, 1.0])}
+    for waves in ((4, 0), (), 2.5, (2, True)):
+        with pytest.raises(ParameterError, match="waves must be a positive integer"):
+            profile_scans(m, data, "zprime_coupling", grids, given, stop_above=1.6, waves=waves)
+    for level in (-1.0, float("nan"), [1.0, 2.0]):
+        with pytest.raises(ParameterError, match="stop_above must be a finite"):
+            profile_scans(m, data, "zprime_coupling", grids, given, stop_above=level)
+    with pytest.raises(ParameterError, match="1 global fits for 2 grids"):
+        profile_scans(m, data, "zprime_coupling", grids, given, global_fits=[None])
+
+
+@pytest.mark.slow
+def test_mediator_limits_in_waves_equal_the_full_grid(mediator_models, monkeypatch):
+    """mediators_limits with its coarse grids in waves gives the limits of fitting every point of
+    them (a first wave that holds the whole grid), for both mediators at three masses."""
+    from nuejax.analyses import mediators
+    from nuejax.analyses.mediators import mediator_model, mediators_limits
+    from nuejax.inference import scan
+
+    fast = mediator_models[1]
+    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)
+    data = np.random.default_rng(5).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    m = mediator_model(fast, None)
+    masses, ratios = np.array([0.05, 0.3, 5.0]), np.logspace(-2, 4, 13)
+    fitted, points = [], scan.profile_points
+
+    def counted(s, pts, *a, **k):
+        fitted[-1] += len(pts)
+        return points(s, pts, *a, **k)
+
+    monkeypatch.setattr(scan, "profile_points", counted)
+    fitted.append(0)
+    waved = mediators_limits(m, data, ("zprime", "phi"), masses, ratios=ratios, refine_points=6)
+    monkeypatch.setattr(mediators, "FIRST_WAVE_RATIO", np.inf)
+    fitted.append(0)
+    full = mediators_limits(m, data, ("zprime", "phi"), masses, ratios=ratios, refine_points=6)
+    assert fitted[0] < fitted[1] - 12  # the waves left points out
+    for md in ("zprime", "phi"):
+        for a, b in zip(waved[md], full[md]):
+            assert (a["product"] is None) == (b["product"] is None)
+            if a["product"] is not None:
+                assert a["product"] == pytest.approx(b["product"], rel=1e-10)
+            assert a["best_product"] == pytest.approx(b["best_product"], rel=1e-8, abs=1e-30)
+            assert a["delta_chi2_at_zero"] == pytest.approx(b["delta_chi2_at_zero"], rel=1e-8, abs=1e-9)
+    assert sum(a["product"] is not None for md in waved for a in waved[md]) >= 4

@@ -17,9 +17,9 @@ from ..inference.scan import prepare_profile_scans, profile_scans, scans_global_
 from ..model.physics_params import MEDIATOR_PARAMETERS
 from ..physics.general_nsi import MEDIATOR_COUPLING_UNIT
 
-__all__ = ["MEDIATOR_MASSES", "MEDIATOR_MODELS", "Q_REF", "RATIO_GRID", "SCAN_ITER", "mediator_curves",
-           "mediator_limit", "mediator_limits", "mediator_model", "mediators_limits", "plot_mediator_curves",
-           "prepare_mediator_curves", "scan_waves", "FIRST_WAVE_RATIO", "WAVE_DECADES"]
+__all__ = ["FIRST_WAVE_RATIO", "MEDIATOR_MASSES", "MEDIATOR_MODELS", "Q_REF", "RATIO_GRID", "SCAN_ITER",
+           "WAVE_DECADES", "mediator_curves", "mediator_limit", "mediator_limits", "mediator_model", "mediators_limits",
+           "plot_mediator_curves", "prepare_mediator_curves", "scan_waves"]
 
 #: mediator masses [MeV]
 MEDIATOR_MASSES = np.logspace(-2, 2, 9)
@@ -34,17 +34,19 @@ RATIO_GRID = np.logspace(-2, 3, 21)
 SCAN_ITER = 40
 #: the coarse scans run in ascending waves and a case stops once it crosses its limit's threshold
 #: (profile_scans' ``stop_above``): the first wave holds the points up to this ratio (with 0),
-#: each later one the next WAVE_DECADES decades of ratios
+#: each later one as many points as WAVE_DECADES decades of the ratio grid hold (scan_waves)
 FIRST_WAVE_RATIO = 10.0
 WAVE_DECADES = 1.0
 
 
 def scan_waves(ratios=RATIO_GRID) -> tuple:
-    """The wave sizes (points per case) of the coarse scans on ``ratios`` (:data:`FIRST_WAVE_RATIO`,
-    :data:`WAVE_DECADES`): the first wave counts the point at 0 too."""
+    """The wave sizes (points per case) of the coarse scans on ``ratios`` (increasing, > 0): the
+    first wave the point at 0 and the ratios up to :data:`FIRST_WAVE_RATIO`, each later one as many
+    ratios as the grid has in :data:`WAVE_DECADES` decades above its first (one decade of a
+    log-uniform grid; at least one)."""
     r = np.asarray(ratios, dtype=float)
     first = 1 + int(np.sum(r <= FIRST_WAVE_RATIO))
-    per = int(np.sum((r > r[0]) & (r <= r[0] * 10 ** WAVE_DECADES)))
+    per = int(np.sum((r > r[0]) & (np.log10(r / r[0]) <= WAVE_DECADES + 1e-9)))
     return first, max(per, 1)
 
 
@@ -90,7 +92,8 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     "g": sqrt(y), "best_product": ŷ, "delta_chi2_at_zero": Δχ²(y = 0), ...}``; ``product`` and
     ``g`` are None where the profile does not cross right of the best fit inside the grid. The
     scans' warnings (points that did not converge, left out of a limit) reach the caller; each
-    limit's ``converged`` counts its points that did, of ``points`` fitted. The cases share their
+    limit's ``converged`` counts its points that did, of ``points`` in the scan it was read from
+    (the refined one, or the coarse one as far as it was fitted). The cases share their
     global fits (:func:`~nuejax.inference.scan.scans_global_fits`) between the two passes."""
     mediators = tuple(dict.fromkeys((mediators,) if isinstance(mediators, str) else mediators))
     masses = np.atleast_1d(np.asarray(masses, dtype=float))
@@ -115,11 +118,13 @@ def mediators_limits(model, data, mediators, masses, *, cl: float = 0.9, ratios=
     passes = [1] * len(scans)
     fine, which = [], []
     for k, s in enumerate(scans):
-        x = np.asarray(s.values)
-        above = np.nonzero((x > s.best) & (np.asarray(s.delta_chi2) > level) & np.asarray(s.converged, dtype=bool))[0]
+        x, d = np.asarray(s.values), np.asarray(s.delta_chi2)
+        ok = np.asarray(s.converged, dtype=bool) & np.isfinite(d)
+        above = np.nonzero((x > s.best) & (d > level) & ok)[0]
         if refine and above.size:
             j = int(above[0])
-            lo = max(float(s.best), float(x[j - 1]))
+            below = np.nonzero(ok[:j] & (d[:j] <= level))[0]  # the last converged point below the threshold
+            lo = max(float(s.best), float(x[below[-1]])) if below.size else float(s.best)
             n = grids[k].size - 1 if refine_points is None else int(refine_points)
             fine.append(np.unique(np.concatenate([[0.0, float(s.best)], np.linspace(lo, x[j], n)])))
             which.append(k)
@@ -179,7 +184,8 @@ def mediator_curves(model, data, masses=MEDIATOR_MASSES, *, say=None, ratios=RAT
     """The curves of :data:`MEDIATOR_MODELS` at ``masses`` [MeV] for ``model`` (with both
     mediators' parameters, fixed) and ``data``: per curve the masses, the limits on g (g_ν g_e = g²)
     and on the product, the best-fit product and Δχ² at zero coupling per mass, and how many scan
-    points converged. ``ratios``, ``refine_points``: of :func:`mediator_limit`."""
+    points converged (``scans_converged``, of ``scans_points``). ``ratios``, ``refine_points``: of
+    :func:`mediator_limit`."""
     mm = mediator_model(model, None, masses, ratios)
     # every mediator's scans in the same launches (XENONnT, three masses: 12 launches instead of 16)
     by_mediator = mediators_limits(mm, data, tuple(MEDIATOR_MODELS.values()), masses, ratios=ratios,
@@ -192,7 +198,8 @@ def mediator_curves(model, data, masses=MEDIATOR_MASSES, *, say=None, ratios=RAT
                       "best_products": [r["best_product"] for r in rows],
                       "delta_chi2_at_zero": [r["delta_chi2_at_zero"] for r in rows],
                       "coupling_definition": "g with g_nu g_e = g^2 (flavour-universal)",
-                      "scans_converged": [r["converged"] for r in rows]}
+                      "scans_converged": [r["converged"] for r in rows],
+                      "scans_points": [r["points"] for r in rows]}
         if say:
             say(f"      {curve}: g < " + ", ".join("-" if r["g"] is None else f"{r['g']:.2g}" for r in rows))
     return out

@@ -41,8 +41,8 @@ from .starts import DEFAULT_STARTS
 
 __all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "grid_neighbours", "grid_values",
            "pinned_refits", "prepare_profile_scans", "profile_points", "profile_scan", "profile_scan_2d", "profile_scans",
-           "refine_scan", "scans_global_fits",
-           "scan_problem"]
+           "refine_scan", "scan_problem",
+           "scans_global_fits"]
 
 
 def grid_values(ps, name, values) -> np.ndarray:
@@ -263,16 +263,26 @@ def _bounds(p):
     return (None if not np.isfinite(p.lower) else float(p.lower), None if not np.isfinite(p.upper) else float(p.upper))
 
 
+def _scan_minimum(name, values, fun, conv, g: FitResult) -> tuple:
+    """(nll_min, best) of scan points ``fun`` at ``values`` of ``name``: the lower of the global fit
+    ``g`` and the lowest converged (finite) point, the global fit's on a tie and the point's where
+    the global fit's −2 ln L is not a number."""
+    fun, ok = np.asarray(fun, dtype=float), np.asarray(conv, dtype=bool) & np.isfinite(fun)
+    g_f = float(g.fval)
+    if ok.any():
+        i = int(np.flatnonzero(ok)[np.argmin(fun[ok])])
+        if not g_f <= fun[i]:
+            return float(fun[i]), float(values[i])
+    return g_f, float(g.params[name])
+
+
 def _scan_result(name, values, res, g: FitResult, s: FitProblem, seconds: float, passes: int, refitted) -> ScanResult:
     """The :class:`ScanResult` of the profile ``res`` at ``values`` of ``name``, Δχ² measured from
     the lower of the global fit ``g`` and the scan's own lowest converged point."""
     ps = s.model.parameters
     nll = np.asarray(res.fun)
     conv = np.asarray(res.converged, dtype=bool)
-    lowest = np.nanmin(np.where(conv, nll, np.nan)) if np.any(conv) else np.inf
-    nll_min = min(float(g.fval), float(lowest))
-    best = float(g.params[name]) if float(g.fval) <= lowest else float(values[int(np.nanargmin(
-        np.where(conv, nll, np.nan)))])
+    nll_min, best = _scan_minimum(name, values, nll, conv, g)
     return ScanResult(name, values, nll, nll_min, best, s.names, np.asarray(res.x), conv, seconds, ps[name].unit,
                       _bounds(ps[name]), passes=passes, refitted=int(np.sum(refitted)))
 
@@ -375,19 +385,26 @@ def scans_global_fits(model, data, name, grids: Sequence[Sequence[float]], given
     return _case_fits(s, held_values, own, others, max_iter)
 
 
-def _above_right_of_best(res, fit: FitResult, name: str, values, level: float) -> bool:
+def _crossed(res, fit: FitResult, name: str, values, level: float) -> bool:
     """Whether a converged point of the scan points ``res`` (at ``values`` of ``name``) to the
-    right of the best fit (``ScanResult.best``: the global fit's, or the lowest converged point's
-    where that is lower) lies above ``level`` in Δχ²: the profile has crossed the level there, or
-    its minimum is narrower than the grid's step (no point below the level at all; a refinement
-    between the best fit and that point finds the crossing)."""
-    ok = np.asarray(res.converged, dtype=bool) & np.isfinite(res.fun)
-    if not ok.any():
-        return False
-    f, x = np.asarray(res.fun)[ok], np.asarray(values)[ok]
-    lowest = int(np.argmin(f))
-    best, f_min = (float(fit.params[name]), float(fit.fval)) if float(fit.fval) <= f[lowest] else (x[lowest], f[lowest])
-    return bool(np.any((x > best) & (f - f_min > level)))
+    right of the best fit (``ScanResult.best``) lies above ``level`` in Δχ² and has a fitted point
+    to its right (whose end point started it in the envelope passes): the profile has crossed the
+    level there, or its minimum is narrower than the grid's step (no point below the level at all;
+    a refinement between the best fit and that point finds the crossing)."""
+    fun, conv = np.asarray(res.fun, dtype=float), np.asarray(res.converged, dtype=bool)
+    f_min, best = _scan_minimum(name, values, fun, conv, fit)
+    x = np.asarray(values)
+    above = conv & np.isfinite(fun) & (x > best) & (fun - f_min > level)
+    return bool(np.any(above[:-1]))
+
+
+def _wave_sizes(waves) -> list:
+    """``waves`` (a positive integer, or a non-empty sequence of them) as a list of ints."""
+    sizes = [waves] if np.ndim(waves) == 0 else list(waves)
+    if not sizes or not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) and w >= 1 for w in sizes):
+        raise ParameterError(f"profile_scans: waves must be a positive integer or a non-empty sequence of them "
+                             f"(points per case per wave), got {waves!r}")
+    return [int(w) for w in sizes]
 
 
 def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Mapping[str, Sequence[float]], *,
@@ -412,41 +429,49 @@ def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Ma
     ``global_fits``, one per case, from :func:`scans_global_fits`) and the case's lowest converged
     point. Returns a :class:`ScanResult` per case (its ``seconds``: of the whole call).
 
-    ``stop_above`` (a Δχ² level, e.g. a one-sided limit's threshold): the grids' points are fitted
-    in ascending waves, ``waves`` points of each case at a time (a sequence: the sizes of the
-    first waves, the last one repeated), and a case with a converged point above the level to the
-    right of its best fit (``ScanResult.best``) is not continued: its result holds the points
-    fitted, enough for :meth:`ScanResult.upper_limit` at that level or for a refinement between
-    the best fit and that point. The points far above a limit, where −2 ln L is
-    steep and a fit crawls (``nuejax combine``'s mediator curves: 61 % of their solver iterations
-    went to points more than 1000 above the minimum), are then left out, and so would a second,
-    deeper minimum beyond the crossing be, as a grid that ended there would leave it out. Each wave
-    refits its points from their neighbours in the wave (:func:`profile_points`).
+    ``stop_above`` (a Δχ² level > 0, e.g. a one-sided limit's threshold): the grids' points are
+    fitted in ascending waves, ``waves`` points of each case at a time (a sequence: the sizes of
+    the first waves, the last one repeated), and a case stops once a converged point right of its
+    best fit (``ScanResult.best``) lies above the level and has a fitted point to its right: its
+    result holds the points fitted (a prefix of its grid; nothing else marks a stopped case),
+    enough for :meth:`ScanResult.upper_limit` at that level or for a refinement between the best
+    fit and that point. The envelope passes (:func:`profile_points`) run within a wave; the
+    previous wave's last point is fitted again beside the next wave's, so that each starts from
+    the other's end point across the boundary, and keeps the lower of its fits. The points far
+    above a limit, where −2 ln L is steep and a fit crawls, are then not fitted (``nuejax
+    combine``'s mediator curves: 51 % of their solver iterations went to points more than 1000
+    above their minimum; benchmarks/NOTES.md); nor is anything beyond the crossing, a second
+    region below the level or a deeper minimum there, as a grid that ended there would not see it.
 
     Raises:
         ParameterError: a held value outside its parameter's bounds or not finite, ``given``
             arrays of different lengths or not one per grid, scanned names not one per grid or
-            among the held ones, a bad grid (names the case), ``global_fits`` not one per case,
-            wave sizes that are not positive.
+            among the held ones, a bad grid (names the case), ``global_fits`` not one per case
+            or not holding the cases' held values (before any fit), a ``stop_above`` that is not a
+            finite level > 0 or ``waves`` that are not positive integers.
     """
     t0 = time.perf_counter()
     s, names, checked, held_values, own, others = _scan_cases(model, data, name, grids, given, profile, init, aux)
     n_cases = len(checked)
+    sizes = np.array([g.size for g in checked])
+    if stop_above is None:
+        widths = [int(sizes.max())]
+    else:
+        if not (np.ndim(stop_above) == 0 and np.isfinite(stop_above) and stop_above > 0):
+            raise ParameterError(f"profile_scans: stop_above must be a finite Δχ² level > 0, got {stop_above!r}")
+        widths = _wave_sizes(waves)
     if global_fits is None:
         fits = _case_fits(s, held_values, own, others, max_iter)
-    elif len(global_fits) != n_cases:
-        raise ParameterError(f"profile_scans: {len(global_fits)} global fits for {n_cases} grids: give one per grid")
     else:
-        fits = list(global_fits)
-    sizes = np.array([g.size for g in checked])
-    widths = [int(sizes.max())] if stop_above is None else [int(w) for w in np.atleast_1d(waves)]
-    if min(widths) < 1:
-        raise ParameterError(f"profile_scans: wave sizes must be positive, got {waves}")
-    parts = [[] for _ in range(n_cases)]  # per case: (its points' results, refitted) of each wave
+        fits = _checked_fits(global_fits, names, given, held_values)
+    acc = [None] * n_cases  # per case: its fitted points' results and refitted flags so far
     pending, start, passes, w = np.arange(n_cases), 0, 0, 0
     while pending.size:
         stop = start + widths[min(w, len(widths) - 1)]
-        sub = [checked[k][start:stop] for k in pending]
+        # after the first wave, each case's last fitted point is fitted again beside the new ones, so
+        # that the envelope passes start it from its right neighbour and the new first point from it
+        lo = max(start - 1, 0)
+        sub = [checked[k][lo:stop] for k in pending]
         n_sub = np.array([g.size for g in sub])
         offsets = np.concatenate([[0], np.cumsum(n_sub)[:-1]])
         groups = np.repeat(np.arange(pending.size), n_sub)
@@ -460,25 +485,56 @@ def profile_scans(model, data, name, grids: Sequence[Sequence[float]], given: Ma
         passes = max(passes, p)
         for j, k in enumerate(pending):
             sel = slice(int(offsets[j]), int(offsets[j] + n_sub[j]))
-            parts[k].append((type(res)(*(np.asarray(a)[sel] for a in res)), refitted[sel]))
+            acc[k] = _extended(acc[k], type(res)(*(np.asarray(a)[sel] for a in res)), refitted[sel], lo)
         more = sizes[pending] > stop
         if stop_above is not None:
-            more &= np.array([not _above_right_of_best(_joined(parts[k]), fits[k], names[k], checked[k][:stop], stop_above)
+            more &= np.array([not _crossed(acc[k][0], fits[k], names[k], checked[k][:stop], stop_above)
                               for k in pending], dtype=bool)
         pending, start, w = pending[more], stop, w + 1
     seconds = time.perf_counter() - t0
-    out = []
-    for k in range(n_cases):
-        res = _joined(parts[k])
-        refitted = np.concatenate([r for _, r in parts[k]])
-        out.append(_scan_result(names[k], checked[k][:len(refitted)], res, fits[k], s, seconds, passes, refitted))
-    return out
+    return [_scan_result(names[k], checked[k][:len(acc[k][1])], acc[k][0], fits[k], s, seconds, passes, acc[k][1])
+            for k in range(n_cases)]
 
 
-def _joined(parts):
-    """The results of a case's waves as one (NewtonResult of arrays along the points)."""
-    first = parts[0][0]
-    return type(first)(*(np.concatenate([np.asarray(r[i]) for r, _ in parts]) for i in range(len(first))))
+def _checked_fits(global_fits, names, given, held_values) -> list:
+    """``global_fits`` of :func:`profile_scans`, checked: one per case, each holding the case's
+    held values (a list of fits in another order would measure Δχ² from another case's minimum)."""
+    fits = list(global_fits)
+    if len(fits) != len(names):
+        raise ParameterError(f"profile_scans: {len(fits)} global fits for {len(names)} grids: give one per grid")
+    for k, f in enumerate(fits):
+        if names[k] not in f.params:
+            raise ParameterError(f"profile_scans: global fit {k} has no parameter {names[k]}")
+        for j, p in enumerate(given):
+            v = float(f.params.get(p, np.nan))
+            if not np.isclose(v, held_values[k, j], rtol=1e-12, atol=0.0):
+                raise ParameterError(f"profile_scans: global fit {k} holds {p} = {v:g}, not case {k}'s "
+                                     f"{held_values[k, j]:g}: give the fits in the grids' order")
+    return fits
+
+
+def _extended(acc, res, refitted, lo: int) -> tuple:
+    """A case's results so far ``acc`` (NewtonResult of arrays, refitted flags; None before the
+    first wave) extended by a wave's ``res`` from grid index ``lo`` on: a point fitted again (the
+    previous wave's last) keeps the lower converged of its two fits, as an envelope pass does."""
+    if acc is None:
+        return res, np.asarray(refitted, dtype=bool)
+    old, old_ref = acc
+    n_old = len(old_ref)
+    new_at = n_old - lo  # how many of the wave's points were fitted before (0 or 1)
+    keep = type(res)(*(np.array(a, copy=True) for a in old))
+    ref = old_ref.copy()
+    for i in range(new_at):
+        o = lo + i
+        better = bool(res.converged[i]) and np.isfinite(res.fun[i]) and (
+            res.fun[i] < keep.fun[o] - 1e-6 or not bool(keep.converged[o]))
+        if better:
+            for a, b in zip(keep, res):
+                a[o] = b[i]
+            ref[o] = True
+    rest = type(res)(*(np.asarray(a)[new_at:] for a in res))
+    joined = type(res)(*(np.concatenate([a, b]) for a, b in zip(keep, rest)))
+    return joined, np.concatenate([ref, np.asarray(refitted, dtype=bool)[new_at:]])
 
 
 def refine_scan(model, data, scan: ScanResult, levels=(1.0,), *, points: int = 4, global_fit: FitResult | None = None,
