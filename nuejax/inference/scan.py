@@ -243,20 +243,31 @@ def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int
         # fresh one, which solve_rows then fits once
         x_nb = np.where(fresh[todo][..., None], x_nb,
                         x_nb[np.arange(todo.size), np.argmax(fresh[todo], axis=1)][:, None, :])
-        new = solve(x_nb[:, :, None, :], todo)
-        better = np.zeros(n, dtype=bool)
-        better[todo] = new.converged & np.isfinite(new.fun) & ((new.fun < res.fun[todo] - 1e-6) | ~ok[todo])
+        res, better = _lowered(res, solve(x_nb[:, :, None, :], todo), todo)
         if not np.any(better):
             break
         refitted |= better
-        res = type(res)(*(a.copy() for a in res))
-        for a, b in zip(res, new):
-            a[better] = b[better[todo]]
         changed = better
     # back to the profiled parameters alone
     res = res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
                        at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
     return res, passes, refitted
+
+
+def _lowered(res, new, idx) -> tuple:
+    """``res`` (NewtonResult of arrays, one row per point) with the refits ``new`` of its points
+    ``idx`` where they lower them, and a mask of those points: a converged, finite refit replaces a
+    point's fit that it lowers by more than 1e-6 in −2 ln L, or one that had not converged (the
+    envelope passes; the waves' boundary point, :func:`profile_scans`)."""
+    ok = np.asarray(res.converged, dtype=bool)[idx] & np.isfinite(res.fun[idx])
+    lower = np.asarray(new.converged, dtype=bool) & np.isfinite(new.fun) & ((new.fun < res.fun[idx] - 1e-6) | ~ok)
+    mask = np.zeros(len(res.fun), dtype=bool)
+    mask[idx] = lower
+    if lower.any():
+        res = type(res)(*(np.array(a, copy=True) for a in res))
+        for a, b in zip(res, new):
+            a[idx[lower]] = np.asarray(b)[lower]
+    return res, mask
 
 
 def _bounds(p):
@@ -520,18 +531,9 @@ def _extended(acc, res, refitted, lo: int) -> tuple:
     if acc is None:
         return res, np.asarray(refitted, dtype=bool)
     old, old_ref = acc
-    n_old = len(old_ref)
-    new_at = n_old - lo  # how many of the wave's points were fitted before (0 or 1)
-    keep = type(res)(*(np.array(a, copy=True) for a in old))
-    ref = old_ref.copy()
-    for i in range(new_at):
-        o = lo + i
-        better = bool(res.converged[i]) and np.isfinite(res.fun[i]) and (
-            res.fun[i] < keep.fun[o] - 1e-6 or not bool(keep.converged[o]))
-        if better:
-            for a, b in zip(keep, res):
-                a[o] = b[i]
-            ref[o] = True
+    new_at = len(old_ref) - lo  # how many of the wave's points were fitted before (0 or 1)
+    keep, lowered = _lowered(old, type(res)(*(np.asarray(a)[:new_at] for a in res)), np.arange(lo, len(old_ref)))
+    ref = old_ref | lowered
     rest = type(res)(*(np.asarray(a)[new_at:] for a in res))
     joined = type(res)(*(np.concatenate([a, b]) for a, b in zip(keep, rest)))
     return joined, np.concatenate([ref, np.asarray(refitted, dtype=bool)[new_at:]])
