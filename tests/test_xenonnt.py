@@ -21,6 +21,13 @@ def mediator_models():
     return general, fast
 
 
+def _mediator_data(fast, seed: int):
+    """Poisson data of 200 times the exposure's counts (scaled back) at a vector mediator of
+    coupling product 0.3 and mass 0.3 MeV: the profile scans' tests' data."""
+    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)
+    return np.random.default_rng(seed).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+
+
 @pytest.mark.parametrize("point", [dict(zprime_coupling=2.0, zprime_mass=0.05),
                                    dict(zprime_coupling=-40.0, zprime_mass=3.0, mu_nu=0.4),
                                    dict(phi_coupling=5.0, phi_mass=0.3),
@@ -86,8 +93,7 @@ def test_profile_scans_equal_one_profile_scan_per_mass(mediator_models):
     from nuejax.inference.scan import profile_scans
 
     fast = mediator_models[1]
-    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)  # 200 times the exposure's counts
-    data = np.random.default_rng(3).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    data = _mediator_data(fast, 3)
     m = mediator_model(fast, "zprime")
     masses = np.array([0.05, 0.3, 5.0])
     grids = [np.concatenate([[0.0], np.logspace(-1, 2.5, 6 + k) * (mm**2 + Q_REF)]) for k, mm in enumerate(masses)]
@@ -127,8 +133,7 @@ def test_profile_scans_of_two_couplings_equal_a_call_per_coupling(mediator_model
     from nuejax.inference.scan import profile_scans
 
     fast = mediator_models[1]
-    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)
-    data = np.random.default_rng(5).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    data = _mediator_data(fast, 5)
     m = mediator_model(fast, None)  # both couplings free from 0
     masses = np.array([0.05, 2.0])
     grids = [np.concatenate([[0.0], np.logspace(-1, 2.5, 5 + k) * (mm**2 + Q_REF)]) for k, mm in enumerate(masses)]
@@ -320,8 +325,7 @@ def test_profile_scans_stop_above_a_crossing(mediator_models):
     from nuejax.inference.scan import profile_scans, scans_global_fits
 
     fast = mediator_models[1]
-    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)
-    data = np.random.default_rng(3).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    data = _mediator_data(fast, 3)
     m = mediator_model(fast, "zprime")
     masses = np.array([0.05, 0.3, 5.0])
     grids = [np.concatenate([[0.0], np.logspace(-2, 4, 13) * (mm**2 + Q_REF)]) for mm in masses]
@@ -385,8 +389,7 @@ def test_mediator_limits_in_waves_equal_the_full_grid(mediator_models, monkeypat
     from nuejax.inference import scan
 
     fast = mediator_models[1]
-    truth = fast.parameters.values(zprime_coupling=0.3, zprime_mass=0.3)
-    data = np.random.default_rng(5).poisson(np.asarray(fast.expected(truth)) * 200.0) / 200.0
+    data = _mediator_data(fast, 5)
     m = mediator_model(fast, None)
     masses, ratios = np.array([0.05, 0.3, 5.0]), np.logspace(-2, 4, 13)
     fitted, points = [], scan.profile_points
