@@ -11,7 +11,9 @@ Where: ``$NUEJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/nuejax``, else ``~/.cache/n
 ``NUEJAX_CACHE=0`` (or ``off``, ``false``, ``no``) disables it. :func:`cache_info` reports
 its size, :func:`clear_cache` empties it (``nuejax cache``, ``nuejax cache --clear``). After every
 write, stale entries (of other code) are removed, oldest first, while the folder holds more than
-``$NUEJAX_CACHE_MAX_MB`` (default 2000 MB; :func:`prune_cache`).
+``$NUEJAX_CACHE_MAX_MB`` (default 2000 MB; :func:`prune_cache`). The analysis commands keep
+their stages' results here too, reused by a later run with the same inputs
+(:mod:`nuejax.analyses.reuse`; ``NUEJAX_REUSE=0`` or ``--recompute`` computes them).
 
 The key of an entry hashes (blake2b):
 
@@ -81,12 +83,14 @@ __all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "is_cached", 
            "treedef_digest", "env_switch", "warn_once",
            "environment", "cache_info", "clear_cache", "prune_cache", "enable_compilation_cache",
            "prune_compiled_programs",
-           "compilation_cache_dir", "ENV_DIR", "ENV_SWITCH", "ENV_MAX_MB", "ENV_COMPILATION_SWITCH"]
+           "compilation_cache_dir", "ENV_DIR", "ENV_SWITCH", "ENV_MAX_MB", "ENV_COMPILATION_SWITCH", "REUSE_SWITCH"]
 
 #: Environment variable naming the cache folder.
 ENV_DIR = "NUEJAX_CACHE_DIR"
 #: Environment variable switching the cache off (``0``, ``off``, ``false``, ``no``) or on.
 ENV_SWITCH = "NUEJAX_CACHE"
+#: the switch of the analysis commands' stage reuse (:mod:`nuejax.analyses.reuse`), read there
+REUSE_SWITCH = "NUEJAX_REUSE"
 #: Environment variable with the size [MB] above which a write removes stale entries (default 2000).
 ENV_MAX_MB = "NUEJAX_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 2000.0

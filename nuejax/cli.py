@@ -105,6 +105,14 @@ def _add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _add_recompute_option(p: argparse.ArgumentParser) -> None:
+    """``--recompute``, for the commands whose stages reuse an earlier run's results
+    (:mod:`nuejax.analyses.reuse`)."""
+    p.add_argument("--recompute", action="store_true",
+                   help="compute every stage again instead of reusing the results an earlier run with the same "
+                        "inputs stored in the cache (the new results replace them)")
+
+
 def _add_out_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--out", "--outdir", dest="out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"folder for the {what} (created if needed; default ./{DEFAULT_OUT})")
@@ -286,7 +294,8 @@ def _cmd_xenonnt(args) -> int:
 
     progress = _progress(args)
     summary = run_xenonnt(args.out, n_toys=args.toys, unbinned=args.unbinned, plots=not args.no_plots,
-                          progress=progress, seed=args.seed, masses=_mediator_masses(args.masses), fc=not args.no_fc)
+                          progress=progress, seed=args.seed, masses=_mediator_masses(args.masses), fc=not args.no_fc,
+                          reuse=not args.recompute)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -419,7 +428,7 @@ def _cmd_combine(args) -> int:
 
     progress = _progress(args)
     summary = run_combine(args.out, eps=not args.no_eps, masses=_mediator_masses(args.masses),
-                          plots=not args.no_plots, progress=progress)
+                          plots=not args.no_plots, progress=progress, reuse=not args.recompute)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -438,7 +447,7 @@ def _cmd_borexino(args) -> int:
     progress = _progress(args)
     extra = {} if args.starts is None else {"starts": args.starts}
     summary = run_borexino(args.out, choices=Phase3Choices(rebin=args.rebin), n_toys=args.toys,
-                           plots=not args.no_plots, progress=progress, **extra)
+                           plots=not args.no_plots, progress=progress, reuse=not args.recompute, **extra)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -629,6 +638,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="multi-start design size of every fit and scan (default 8; 1 takes a third less time and "
                         "is blind to the second eps_ee_L branch)")
     _add_report_options(p)
+    _add_recompute_option(p)
     p.set_defaults(func=_cmd_borexino)
     p = sub.add_parser("xenonnt", help="the XENONnT SR0 electronic-recoil analysis on the open data: mu_nu limits "
                                        "(q~, Neyman, CLs, Feldman-Cousins), NSI intervals, mediator exclusion curves")
@@ -641,6 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-fc", action="store_true", help="skip the Feldman-Cousins construction")
     p.add_argument("--seed", type=int, default=0, help="random seed of the toys (default 0)")
     _add_report_options(p)
+    _add_recompute_option(p)
     p.set_defaults(func=_cmd_xenonnt)
     p = sub.add_parser("run", help="run the analysis of a specification file (TOML; docs/spec.md): its model, data "
                                    "and questions (fit, profile, upper_limit, cls, feldman_cousins, region_2d, "
@@ -657,6 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--masses", type=_nonnegative_int, default=5,
                    help="mediator masses, log-spaced over 0.01-100 MeV (default 5; 0: no mediator curves)")
     _add_report_options(p)
+    _add_recompute_option(p)
     p.set_defaults(func=_cmd_combine)
     p = sub.add_parser("limits", help="Feldman-Cousins interval from toys: of any parameter of an analysis "
                                       "specification (SPEC --poi NAME), or of mu_nu and the (eps_ee_L, eps_ee_R) "
@@ -737,18 +749,20 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     _gpu_settings()
     enable_x64()
-    from .cache import enable_compilation_cache
+    from .cache import REUSE_SWITCH, enable_compilation_cache, env_switch
     from .errors import InputError
 
     from ._internal.exported import programs_of_run
 
     # the programs this command's last run with these options called, loaded ahead (on disk)
-    options = {k: v for k, v in vars(args).items() if k not in ("func", "out")}
+    # (--recompute runs the same programs: it shares the index)
+    options = {k: v for k, v in vars(args).items() if k not in ("func", "out", "recompute")}
     with contextlib.ExitStack() as run:
         try:  # before anything compiles: JAX decides once per process (nuejax.cache)
+            env_switch(REUSE_SWITCH)  # a bad NUEJAX_REUSE (nuejax.analyses.reuse) is an error before any work
             enable_compilation_cache()
             run.enter_context(programs_of_run(args.command, options))
-        except InputError as err:  # a bad NUEJAX_CACHE, NUEJAX_COMPILATION_CACHE, NUEJAX_EXPORTED or NUEJAX_AHEAD value
+        except InputError as err:  # a bad NUEJAX_CACHE, NUEJAX_REUSE, NUEJAX_COMPILATION_CACHE, NUEJAX_EXPORTED or NUEJAX_AHEAD value
             print(f"nuejax: error: {err}", file=sys.stderr)
             return 2
         return args.func(args)

@@ -22,6 +22,9 @@ if "NUEJAX_TEST_CACHE_DIR" not in os.environ:
     os.environ["NUEJAX_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="nuejax-test-cache-")
     atexit.register(shutil.rmtree, os.environ["NUEJAX_TEST_CACHE_DIR"], ignore_errors=True)
 os.environ["NUEJAX_CACHE_DIR"] = os.environ["NUEJAX_TEST_CACHE_DIR"]
+# The commands' stages are computed, never reused from an earlier run (nuejax.analyses.reuse): a
+# test that runs a command twice compares two computations. tests/test_reuse.py switches it on.
+os.environ["NUEJAX_REUSE"] = "0"
 # JAX's persistent compilation cache in the same folder (xla/), as the commands have it: the run's
 # processes (workers, the slow job's parts, commands in subprocesses) compile each program once
 from nuejax.cache import enable_compilation_cache  # noqa: E402

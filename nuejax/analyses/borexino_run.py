@@ -21,6 +21,7 @@ from ..inference import (DEFAULT_STARTS, goodness_of_fit, newton_fit, one_sided_
                          refine_scan)
 from ..io.borexino import packaged_borexino_cno_profile
 from ._clock import StageClock, with_stages_beside
+from .reuse import reused, stage_arguments
 from .borexino import PUBLISHED_CNO, Phase3Choices, borexino_phase3_model, sm_rates, ssm_constrained
 
 __all__ = ["CNO_POINTS", "run_borexino"]
@@ -57,10 +58,12 @@ def _interval(scan, cl=0.9):
 
 
 def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int = 50, plots: bool = True,
-                 progress=None, seed: int = 0, starts=DEFAULT_STARTS) -> dict:
+                 progress=None, seed: int = 0, starts=DEFAULT_STARTS, reuse: bool = True) -> dict:
     """Run the analysis, write ``summary.json`` (and figures) into ``out`` and return the summary.
     ``starts``: the multi-start design of every fit and scan (:mod:`nuejax.inference.starts`; 1:
-    the single start, a third less time, blind to the second ε^L_ee branch)."""
+    the single start, a third less time, blind to the second ε^L_ee branch); ``reuse``: take each
+    stage's results from an earlier run with the same inputs where the cache holds them
+    (:mod:`~nuejax.analyses.reuse`; False: compute every stage again)."""
     say = StageClock(progress)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -74,11 +77,22 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     # trace, lower and compile side by side), and say their lines in order afterwards.
     sm_rates_used = sm_rates()
     m_ssm = ssm_constrained(model, sm_rates_used)
-    stages = {"mu": lambda say, in_turn: _magnetic_moment(m_ssm, counts, say, starts),
-              "eps": lambda say, in_turn: _nsi(m_ssm, counts, say, starts)}
-    (result, cno, cno_profile, published, published_at, cno_iv, gof), out = with_stages_beside(
-        say, lambda: _fit_profile_gof(model, counts, say, starts, n_toys, seed), stages,
-        min_spare=BESIDE_MIN_SPARE)
+    # each stage's results are reused where an earlier run with the same inputs stored them
+    # (nuejax.analyses.reuse): its key holds the model it fits, the data and its own options and grids
+    common = stage_arguments(counts=counts, starts=starts)
+
+    def stage(name, arguments, fn):
+        return lambda say, in_turn=False: reused("borexino", name, arguments, say, fn, reuse=reuse)
+
+    stages = {"mu": stage("mu", stage_arguments(model=m_ssm, grid=MU_GRID, refine=MU_REFINE, n_iter=SCAN_ITER, **common),
+                          lambda say: _magnetic_moment(m_ssm, counts, say, starts)),
+              "eps": stage("eps", stage_arguments(model=m_ssm, grids=(EPS_L_GRID, EPS_R_GRID, *EPS_2D),
+                                                  n_iter=SCAN_ITER, **common),
+                           lambda say: _nsi(m_ssm, counts, say, starts))}
+    main = stage("fit", stage_arguments(model=model, grid=CNO_GRID, n_toys=n_toys, seed=seed, **common),
+                 lambda say: _fit_profile_gof(model, counts, say, starts, n_toys, seed))
+    (result, cno, gof), out = with_stages_beside(say, lambda: main(say), stages, min_spare=BESIDE_MIN_SPARE)
+    cno_profile, published, published_at, cno_iv = _cno_comparison(cno)
     fit_mu, mu_scan, mu_ul, mu_held = out["mu"]
     fit_eps, sL, sR, s2, iL, iR = out["eps"]
 
@@ -146,19 +160,25 @@ def _fit_profile_gof(model, counts, say, starts, n_toys, seed):
 
     say("[3/6] CNO profile (every other free parameter profiled)")
     cno = profile_scan(model, counts, "rate_CNO", CNO_GRID, global_fit=result, starts=starts)
-    published = packaged_borexino_cno_profile()
-    d = dict(zip(np.round(cno.values, 6), cno.delta_chi2))
-    cno_profile = {f"{v:g}": float(d[round(v, 6)]) for v in CNO_POINTS}
-    published_at = {f"{v:g}": float(published.at(v)) for v in CNO_POINTS}
+    cno_profile, _, published_at, _ = _cno_comparison(cno)
     say("      -2 Delta ln L at CNO = " + ", ".join(f"{k}: {cno_profile[k]:.2f} (published {published_at[k]:.2f})"
                                                for k in cno_profile))
-    cno_iv = cno.interval(0.6827)
 
     say(f"[4/6] goodness of fit ({n_toys} toys)")
     gof = goodness_of_fit(model, counts, result, n_toys=n_toys, key=jax.random.PRNGKey(seed))
     say(f"      deviance/ndf = {gof.deviance:.1f}/{gof.ndof}, p(chi2) = {gof.p_chi2:.3f}, "
         f"p(toys) = {gof.p_toys if gof.p_toys is not None else float('nan'):.3f}")
-    return result, cno, cno_profile, published, published_at, cno_iv, gof
+    return result, cno, gof
+
+
+def _cno_comparison(cno):
+    """The CNO profile at :data:`CNO_POINTS`, Borexino's published one (and its values there) and
+    the 68 % CL interval: ``(profile, published, published_at, interval)``."""
+    published = packaged_borexino_cno_profile()
+    d = dict(zip(np.round(cno.values, 6), cno.delta_chi2))
+    cno_profile = {f"{v:g}": float(d[round(v, 6)]) for v in CNO_POINTS}
+    published_at = {f"{v:g}": float(published.at(v)) for v in CNO_POINTS}
+    return cno_profile, published, published_at, cno.interval(0.6827)
 
 
 def _magnetic_moment(m_ssm, counts, say, starts):

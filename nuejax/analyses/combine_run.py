@@ -35,6 +35,7 @@ from .._internal.ahead import beside, warm_ups
 from .._internal.exported import settle_ahead
 from .borexino import Phase3Choices, borexino_phase3_model, phase3_calibration, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves, prepare_mediator_curves
+from .reuse import is_stored, reused, stage_arguments
 from .xenonnt import xenonnt_sr0_model
 
 __all__ = ["BESIDE_MIN_SPARE", "BESIDE_ON_CPU", "EPS_GRID", "MASSES", "MEDIATOR_GRID", "MU_GRID", "SHARED", "run_combine"]
@@ -63,9 +64,12 @@ BESIDE_MIN_SPARE = 3
 BESIDE_ON_CPU = False
 
 
-def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, progress=None) -> dict:
+def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, progress=None,
+                reuse: bool = True) -> dict:
     """Run the combination (module docstring); write ``summary.json`` and figures into ``out``.
-    ``masses``: mediator masses [MeV] of the exclusion curves (empty: none)."""
+    ``masses``: mediator masses [MeV] of the exclusion curves (empty: none); ``reuse``: take each
+    stage's results from an earlier run with the same inputs where the cache holds them
+    (:mod:`~nuejax.analyses.reuse`; False: compute every stage again)."""
     say = StageClock(progress)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -74,8 +78,14 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     # builds start as soon as it is done, beside the other models' builds (a first run's mediator
     # stage otherwise began by building them once stage 1 had ended)
     early = {}
+    keys = {}  # each stage's key (nuejax.analyses.reuse); the mediator stage's from the calibration
 
     def start_mediator_models(calibration):
+        # the mediator stage builds its models from the calibration, with the packaged data
+        # (which the cache's fingerprint covers): its key needs nothing else
+        keys["med"] = stage_arguments(calibration=calibration, masses=masses, grid=MEDIATOR_GRID, n_iter=SCAN_ITER)
+        if reuse and is_stored("combine", "med", keys["med"]):
+            return
         if masses.size and _beside_allowed():
             branch = say.branch()
             f = beside(_mediator_models, calibration, branch, False, min_spare=BESIDE_MIN_SPARE)
@@ -103,8 +113,12 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     # the builds and warm-ups end before this returns or raises, as every stage run beside does
     try:
         models, data, calibration = _models(say, on_calibration=start_mediator_models)
-        if _beside_allowed():
-            warming += _warm_ups(models, data, eps, masses, early.get("med"))
+        keys["mu"] = stage_arguments(models=models, data=data, grid=MU_GRID, tested=MU_TEST, n_iter=SCAN_ITER)
+        keys["eps"] = stage_arguments(models=models, data=data, grid=EPS_GRID, n_iter=SCAN_ITER, eps=eps)
+        if _beside_allowed():  # no work ahead for a stage whose results are reused
+            ahead = {k: not (reuse and is_stored("combine", k, keys[k])) for k in ("eps", "med")}
+            warming += _warm_ups(models, data, eps and ahead["eps"], masses if ahead["med"] else masses[:0],
+                                 early.get("med"))
 
         # The ε and mediator stages need only the models and the data: on an accelerator with cores
         # to spare they run beside the μ_ν stage (their programs trace, lower and compile side by
@@ -116,14 +130,19 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         # while another thread compiles, so a CPU runs them in turn. Warning filters as in
         # nuejax.analyses.xenonnt_run: only this thread sets them, in one block left only once every
         # stage has ended.
-        stages = {"eps": in_turn_after_builds(lambda say, in_turn: _eps_regions(models, data, eps, say, in_turn)),
-                  "med": in_turn_after_builds(lambda say, in_turn: _mediator_curves(data, masses, calibration, say,
-                                                                                    in_turn, early.get("med")))}
+        def stage(name, fn):
+            return lambda say, in_turn=False: reused("combine", name, keys[name], say,
+                                                     lambda say: fn(say, in_turn), reuse=reuse)
+
+        stages = {"eps": in_turn_after_builds(stage("eps", lambda say, in_turn: _eps_regions(models, data, eps, say,
+                                                                                             in_turn))),
+                  "med": in_turn_after_builds(stage("med", lambda say, in_turn: _mediator_curves(
+                      data, masses, calibration, say, in_turn, early.get("med"))))}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             (per, scans, expected), done = with_stages_beside(
-                say, lambda: _mu_nu(models, data, say), stages, min_spare=BESIDE_MIN_SPARE,
-                allowed=_beside_allowed())
+                say, lambda: stage("mu", lambda say, in_turn: _mu_nu(models, data, say))(say), stages,
+                min_spare=BESIDE_MIN_SPARE, allowed=_beside_allowed())
     finally:
         builds_ended()
         wait(warming)

@@ -38,6 +38,7 @@ from ..inference import cls_upper_limit, fit, profile_scan
 from ..model.fast import fast_model
 from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
 from ._clock import StageClock, with_stages_beside
+from .reuse import reused, stage_arguments
 from .xenonnt import xenonnt_sr0_model
 
 __all__ = ["MU_GRID", "run_xenonnt"]
@@ -59,10 +60,12 @@ def _regions(scan, cl=0.9):
 
 
 def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool = True, progress=None, seed: int = 0,
-                masses=MEDIATOR_MASSES, fc: bool = True) -> dict:
+                masses=MEDIATOR_MASSES, fc: bool = True, reuse: bool = True) -> dict:
     """Run the analysis (module docstring), write ``summary.json`` and figures into ``out`` and
     return the summary. ``n_toys``: toys per tested μ_ν value of the constructions (0: asymptotic
-    only); ``unbinned``: the extended unbinned likelihood of the 433 events instead of 1-keV bins."""
+    only); ``unbinned``: the extended unbinned likelihood of the 433 events instead of 1-keV bins;
+    ``reuse``: take each stage's results from an earlier run with the same inputs where the cache
+    holds them (:mod:`~nuejax.analyses.reuse`; False: compute every stage again)."""
     say = StageClock(progress)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -82,12 +85,26 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     # only inside this block, which is left only once every stage has ended, also where one raised,
     # and then restores the caller's filters).
     m_mu = model.release("mu_nu")
-    stages = {"toys": lambda say, in_turn: _mu_nu_toys(m_mu, data, say, n_toys, fc, key),
-              "eps": lambda say, in_turn: _nsi(model, data, say),
-              "med": lambda say, in_turn: _mediators(unbinned, data, masses, say)}
+    masses = np.asarray(masses, dtype=float)
+    # each stage's results are reused where an earlier run with the same inputs stored them
+    # (nuejax.analyses.reuse): its key holds the model it fits (or what builds it), the data and
+    # its own options and grids
+    common = stage_arguments(data=data, unbinned=unbinned)
+    mu_args = stage_arguments(model=m_mu, grid=MU_GRID, tested=MU_TEST, n_iter=SCAN_ITER, **common)
+
+    def stage(name, arguments, fn):
+        return lambda say, in_turn=False: reused("xenonnt", name, arguments, say, fn, reuse=reuse)
+
+    stages = {"toys": stage("toys", {**mu_args, "n_toys": n_toys, "fc": fc, "seed": seed},
+                            lambda say: _mu_nu_toys(m_mu, data, say, n_toys, fc, key)),
+              "eps": stage("eps", stage_arguments(model=model, grids=(EPS_L_GRID, EPS_R_GRID), n_iter=SCAN_ITER,
+                                                  **common),
+                           lambda say: _nsi(model, data, say)),
+              "med": stage("med", {**common, "masses": masses}, lambda say: _mediators(unbinned, data, masses, say))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        mu, out = with_stages_beside(say, lambda: _mu_nu(m_mu, data, say), stages, min_spare=BESIDE_MIN_SPARE)
+        mu, out = with_stages_beside(say, lambda: stage("mu", mu_args, lambda say: _mu_nu(m_mu, data, say))(say),
+                                     stages, min_spare=BESIDE_MIN_SPARE)
     fit_mu, mu_scan, asym, q_limit = mu
     toys, fc_res = out["toys"]
     fit_eps, sL, sR, iL, iR = out["eps"]

@@ -729,6 +729,13 @@ class GoodnessOfFit:
                 "n_toys": self.n_toys, "n_toys_converged": self.n_toys_converged,
                 "toy_deviances": list(self.toy_deviances)}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "GoodnessOfFit":
+        _check_keys(d, "GoodnessOfFit", ("deviance", "ndof", "p_chi2", "p_toys", "n_toys", "n_toys_converged",
+                                         "toy_deviances"))
+        return cls(d["deviance"], d["ndof"], d["p_chi2"], d["p_toys"], d["n_toys"], d["n_toys_converged"],
+                   tuple(d["toy_deviances"]))
+
 
 def _pair(v):
     return None if v is None else [json_float(v[0]), json_float(v[1])]

@@ -1,0 +1,230 @@
+"""Stage results of the analysis commands kept in the on-disk cache and reused by a later run.
+
+A stage of ``nuejax borexino``, ``nuejax xenonnt`` or ``nuejax combine`` (a fit and its profile
+scans, a toy construction, the mediator curves) is a deterministic function of its inputs: the
+model it fits (or what builds it), the data, its grids and options, nuejax's own code and data,
+and the machine's JAX backend and device kind. :func:`reused` keeps what a stage returned, with
+the lines it said, in the package's cache folder (:mod:`nuejax.cache`, kind ``stage``), under a
+key that hashes all of these: every array of each model (its PyTree leaves) and its structure
+(:func:`~nuejax.cache.treedef_digest`), the data, the stage's arguments, and the process's
+:func:`~nuejax.cache.fingerprint` (every source and data file of the package, the versions of
+JAX, jaxlib and numpy, the backend, device kind, CPU flags and ``XLA_FLAGS``) with the JAX
+settings of the moment (``jax_enable_x64``, the matmul precision). A later run whose stage has the
+same key says the stored lines again, with a line that says the stage was reused and how long it
+took when it ran, and returns the stored results instead of computing them: a second run with the
+same inputs takes seconds, and a run with one option changed (``--toys``, ``--masses``) computes
+only the stages that read it.
+
+What is stored is every field of each result (:func:`encode`: arrays with their dtype, floats to
+the last bit, NaN and infinities kept), so a reused result equals the computed one, field for
+field (tests/test_reuse.py; a reused run writes the same files as the run that computed). Warnings a stage raised while it
+computed (a second minimum within 1 of the best one) are not raised again; the results keep what
+they report (``FitResult.minima``).
+
+``--recompute`` (``reuse=False``) computes every stage and stores it again; ``NUEJAX_REUSE=0``
+computes every stage and stores none (the test suite runs so), as does ``NUEJAX_CACHE=0``, which
+keeps the whole cache off; ``nuejax cache --clear`` empties it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import warnings
+
+import jax
+import numpy as np
+
+from ..cache import (REUSE_SWITCH, CacheWarning, cache_enabled, env_switch, is_cached, load_entry, store_entry,
+                     treedef_digest)
+from ..inference.results import (CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
+                                 ImpactsResult, Scan2DResult, ScanResult)
+
+__all__ = ["ENV_SWITCH", "KIND", "StageRecorder", "decode", "encode", "is_stored", "reuse_enabled", "reused",
+           "stage_arguments"]
+
+#: the cache kind of the stored stages (file names ``stage-<command>-<stage>-<key>.npz``)
+KIND = "stage"
+#: the switch of stage reuse: ``NUEJAX_REUSE=0`` (or ``off``, ``false``, ``no``) computes every
+#: stage and stores none (the test suite runs so, to test the computations)
+ENV_SWITCH = REUSE_SWITCH
+
+
+def reuse_enabled() -> bool:
+    """Whether stages are stored and reused: the cache on (:func:`~nuejax.cache.cache_enabled`)
+    and ``$NUEJAX_REUSE`` not off.
+
+    Raises:
+        InputError: a value of ``$NUEJAX_REUSE`` that is neither on nor off (names it)."""
+    return cache_enabled() and env_switch(ENV_SWITCH)
+
+_RESULTS = {c.__name__: c for c in (CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
+                                    ImpactsResult, Scan2DResult, ScanResult)}
+
+
+class _NotStorable(TypeError):
+    """A stage's value that :func:`encode` cannot write exactly."""
+
+
+def encode(value):
+    """``value`` (results, numbers, strings, arrays, and tuples, lists and string-keyed dicts of
+    them) as JSON data, each kind tagged so that :func:`decode` rebuilds it exactly: a result of
+    :mod:`nuejax.inference.results` field by field, a numpy array by dtype, shape and elements, a
+    numpy scalar by dtype, a tuple apart from a list; floats as Python's JSON writes them (the
+    shortest form that reads back to the same double; NaN and ±Infinity as such).
+
+    Raises:
+        TypeError: anything else (a model, a function, a dict with other keys), named.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if type(value) is int or type(value) is float:
+        return value
+    if type(value) in _RESULTS.values():  # field by field: every array, float and type kept as it is
+        return {"__result__": type(value).__name__,
+                "fields": {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, jax.Array):
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise _NotStorable(f"an array of dtype {value.dtype}")
+        return {"__array__": value.dtype.str, "shape": list(value.shape), "value": value.ravel().tolist()}
+    if isinstance(value, np.generic):
+        if value.dtype.kind not in "biuf":
+            raise _NotStorable(f"a numpy scalar of dtype {value.dtype}")
+        return {"__scalar__": value.dtype.str, "value": value.item()}
+    if type(value) is tuple:
+        return {"__tuple__": [encode(v) for v in value]}
+    if type(value) is list:
+        return [encode(v) for v in value]
+    if type(value) is dict:
+        bad = [k for k in value if type(k) is not str or k.startswith("__")]
+        if bad:
+            raise _NotStorable(f"a dict with the key {bad[0]!r}")
+        return {k: encode(v) for k, v in value.items()}
+    raise _NotStorable(f"an object of type {type(value).__module__}.{type(value).__qualname__}")
+
+
+def decode(data):
+    """The value that :func:`encode` turned into ``data``."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "__result__" in data:
+        return _RESULTS[data["__result__"]](**{k: decode(v) for k, v in data["fields"].items()})
+    if "__array__" in data:
+        return np.asarray(data["value"], dtype=np.dtype(data["__array__"])).reshape(data["shape"])
+    if "__scalar__" in data:
+        return np.dtype(data["__scalar__"]).type(data["value"])
+    if "__tuple__" in data:
+        return tuple(decode(v) for v in data["__tuple__"])
+    return {k: decode(v) for k, v in data.items()}
+
+
+def _tree_key(value):
+    """A model (any PyTree) as :func:`~nuejax.cache.argument_key` can hash it: its structure's
+    digest and its leaves (arrays on the host); the value itself where its structure has a static
+    field that cannot be hashed."""
+    leaves, treedef = jax.tree_util.tree_flatten(value)
+    host = [np.asarray(v) for v in leaves]
+    digest = treedef_digest(treedef, [jax.ShapeDtypeStruct(h.shape, h.dtype, weak_type=bool(getattr(v, "weak_type", False)))
+                                      for v, h in zip(leaves, host)])
+    if digest is None:  # left as it is: the key cannot hash it, so the stage is computed (and says so)
+        return value
+    return ("tree", type(value).__qualname__, digest, host)
+
+
+def stage_arguments(**arguments) -> dict:
+    """A stage's arguments for its key: numbers, strings, arrays and containers of them as they
+    are; a PyTree node (a model) by its structure and leaves (:func:`_tree_key`); anything else
+    (a frozen dataclass such as a calibration result) as :func:`~nuejax.cache.argument_key`
+    encodes it, field by field. What the key cannot encode exactly leaves the stage computed."""
+    def keyable(v):
+        if v is None or isinstance(v, (bool, int, float, str, np.ndarray, np.generic, jax.Array)):
+            return v
+        if type(v) in (tuple, list):
+            return type(v)(keyable(x) for x in v)
+        if type(v) is dict:
+            return {k: keyable(x) for k, x in v.items()}
+        leaves = jax.tree_util.tree_leaves(v)
+        if len(leaves) == 1 and leaves[0] is v:  # not a PyTree node
+            return v
+        return _tree_key(v)
+
+    return {k: keyable(v) for k, v in arguments.items()}
+
+
+def is_stored(command: str, stage: str, arguments: dict) -> bool:
+    """Whether :func:`reused` would find the stage in the cache now (its file exists; not read):
+    a command skips the work it would do ahead for a stage it will not compute."""
+    return reuse_enabled() and is_cached(KIND, f"{command}-{stage}", arguments)
+
+
+class StageRecorder:
+    """The progress callback a computing stage gets: passes every line on to ``say`` (a
+    :class:`~nuejax.analyses._clock.StageClock` or branch) and keeps it, the lines of the
+    stage's own branches (work it runs beside) included, in the order ``say`` gets them."""
+
+    def __init__(self, say):
+        self._say = say
+        self.lines: list[str] = []
+
+    def __call__(self, msg: str) -> None:
+        self.lines.append(msg)
+        self._say(msg)
+
+    def branch(self):
+        return self._say.branch()
+
+    def replay(self, branch) -> None:
+        self.lines.extend(msg for _, msg in branch.lines)
+        self._say.replay(branch)
+
+
+def _say_reused(say, lines, seconds: float) -> None:
+    note = f"      (reused from the cache: computed in {seconds:.1f} s by an earlier run; --recompute to redo)"
+    head = 1 if lines and lines[0].startswith("[") else 0
+    for msg in lines[:head] + [note] + lines[head:]:
+        say(msg)
+
+
+def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bool = True):
+    """``compute(say)``, or what it returned for the same key before (module docstring).
+
+    ``arguments``: everything the stage reads besides nuejax's code and data, made with
+    :func:`stage_arguments`. On a hit the stored lines are said again (after the stage's first
+    line, one saying it was reused) and the stored value is returned; otherwise ``compute`` runs
+    with a :class:`StageRecorder` and its value is stored (also where ``reuse`` is False: a
+    recomputed stage replaces the stored one). A value or an argument that cannot be stored
+    exactly, or a cache that cannot be written, leaves the stage computed every time, with a
+    :class:`~nuejax.cache.CacheWarning`."""
+    if not reuse_enabled():
+        return compute(say)
+    label = f"{command}-{stage}"
+    if reuse:
+        entry = load_entry(KIND, label, arguments)
+        if entry is not None:
+            try:
+                stored = json.loads(entry["json"].tobytes().decode())
+                value = decode(stored["value"])
+            except Exception as err:  # noqa: BLE001 - an entry of another layout: computed again below
+                warnings.warn(f"nuejax cache: stage {label} could not be reused ({type(err).__name__}: {err}); "
+                              "computing it", CacheWarning, stacklevel=2)
+            else:
+                _say_reused(say, list(stored["lines"]), float(stored["seconds"]))
+                return value
+    rec = StageRecorder(say)
+    t0 = time.perf_counter()
+    value = compute(rec)
+    seconds = time.perf_counter() - t0
+    try:
+        text = json.dumps({"value": encode(value), "lines": rec.lines, "seconds": seconds})
+    except _NotStorable as err:
+        warnings.warn(f"nuejax cache: stage {label} is not stored: it returned {err}", CacheWarning, stacklevel=2)
+    else:
+        if not store_entry(KIND, label, arguments, {"json": np.frombuffer(text.encode(), dtype=np.uint8)}):
+            warnings.warn(f"nuejax cache: stage {label} could not be stored (an argument that cannot be hashed, "
+                          "or a folder that cannot be written)", CacheWarning, stacklevel=2)
+    return value
