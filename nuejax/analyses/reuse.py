@@ -3,23 +3,23 @@
 A stage of ``nuejax borexino``, ``nuejax xenonnt`` or ``nuejax combine`` (a fit and its profile
 scans, a toy construction, the mediator curves) is a deterministic function of its inputs: the
 model it fits (or what builds it), the data, its grids and options, nuejax's own code and data,
-and the machine's JAX backend and device kind. :func:`reused` keeps what a stage returned, with
-the lines it said, in the package's cache folder (:mod:`nuejax.cache`, kind ``stage``), under a
-key that hashes all of these: every array of each model (its PyTree leaves) and its structure
-(:func:`~nuejax.cache.treedef_digest`), the data, the stage's arguments, and the process's
-:func:`~nuejax.cache.fingerprint` (every source and data file of the package, the versions of
-JAX, jaxlib and numpy, the backend, device kind, CPU flags and ``XLA_FLAGS``) with the JAX
-settings of the moment (``jax_enable_x64``, the matmul precision). A later run whose stage has the
-same key says the stored lines again, with a line that says the stage was reused and how long it
-took when it ran, and returns the stored results instead of computing them: a second run with the
-same inputs takes seconds, and a run with one option changed (``--toys``, ``--masses``) computes
-only the stages that read it.
+the libraries and the machine's JAX backend and device kind. :func:`reused` keeps what a stage
+returned, with the lines it said, in the package's cache folder (:mod:`nuejax.cache`, kind
+``stage``), under a key that hashes all of these: every array of each model (its PyTree leaves)
+and its structure (:func:`~nuejax.cache.treedef_digest`), the data, the stage's arguments, the
+versions of iminuit and scipy, and the process's :func:`~nuejax.cache.fingerprint` (every source
+and data file of the package, the versions of JAX, jaxlib and numpy, the backend, device kind,
+CPU flags and ``XLA_FLAGS``) with the JAX settings of the moment (``jax_enable_x64``, the matmul
+precision). A later run whose stage has the same key says the stored lines again, with a line
+that says the stage was reused and how long it took when it ran, and returns the stored results
+instead of computing them: a second run with the same inputs takes seconds, and a run with one
+option changed (``--toys``, ``--masses``) computes only the stages that read it.
 
 What is stored is every field of each result (:func:`encode`: arrays with their dtype, floats to
 the last bit, NaN and infinities kept), so a reused result equals the computed one, field for
-field (tests/test_reuse.py; a reused run writes the same files as the run that computed). Warnings a stage raised while it
-computed (a second minimum within 1 of the best one) are not raised again; the results keep what
-they report (``FitResult.minima``).
+field (tests/test_reuse.py; a reused run writes the same files as the run that computed).
+Warnings a stage raised while it computed (a second minimum within 1 of the best one) are not
+raised again; the results keep what they report (``FitResult.minima``).
 
 ``--recompute`` (``reuse=False``) computes every stage and stores it again; ``NUEJAX_REUSE=0``
 computes every stage and stores none (the test suite runs so), as does ``NUEJAX_CACHE=0``, which
@@ -29,6 +29,8 @@ keeps the whole cache off; ``nuejax cache --clear`` empties it.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.metadata
 import json
 import time
 import warnings
@@ -159,7 +161,7 @@ def stage_arguments(**arguments) -> dict:
 def is_stored(command: str, stage: str, arguments: dict) -> bool:
     """Whether :func:`reused` would find the stage in the cache now (its file exists; not read):
     a command skips the work it would do ahead for a stage it will not compute."""
-    return reuse_enabled() and is_cached(KIND, f"{command}-{stage}", arguments)
+    return reuse_enabled() and is_cached(KIND, f"{command}-{stage}", {**arguments, "libraries": _libraries()})
 
 
 class StageRecorder:
@@ -183,6 +185,19 @@ class StageRecorder:
         self._say.replay(branch)
 
 
+@functools.lru_cache(maxsize=1)
+def _libraries() -> dict:
+    """The versions of the libraries a stage's fits call besides those of the cache's fingerprint
+    (MIGRAD's iminuit, scipy's special functions): part of every stage's key."""
+    out = {}
+    for name in ("iminuit", "scipy"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def _say_reused(say, lines, seconds: float) -> None:
     note = f"      (reused from the cache: computed in {seconds:.1f} s by an earlier run; --recompute to redo)"
     head = 1 if lines and lines[0].startswith("[") else 0
@@ -203,6 +218,7 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
     if not reuse_enabled():
         return compute(say)
     label = f"{command}-{stage}"
+    arguments = {**arguments, "libraries": _libraries()}
     if reuse:
         entry = load_entry(KIND, label, arguments)
         if entry is not None:
