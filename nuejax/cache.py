@@ -79,7 +79,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "is_cached", "load_entry", "store_entry", "argument_key", "fingerprint", "source_digest",
+__all__ = ["CacheWarning", "cache_dir", "cache_enabled", "cached", "has_entry", "is_cached", "load_entry", "store_entry", "argument_key", "fingerprint", "source_digest",
            "treedef_digest", "env_switch", "warn_once",
            "environment", "cache_info", "clear_cache", "prune_cache", "enable_compilation_cache",
            "prune_compiled_programs",
@@ -447,6 +447,12 @@ def _safe_label(label: str) -> str:
 
 def _entry_path(kind: str, label: str, key: str) -> Path:
     return cache_dir() / f"{kind}-{_safe_label(label)}-{key}.npz"
+
+
+def has_entry(kind: str, label: str, key: str) -> bool:
+    """Whether an entry of ``kind`` and ``label`` is stored under ``key`` (an
+    :func:`argument_key`; a file of its name, not read). False with the cache disabled."""
+    return cache_enabled() and _entry_path(kind, label, key).exists()
 
 
 def is_cached(kind: str, label: str, arguments: dict) -> bool:

@@ -111,6 +111,7 @@ def _add_recompute_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recompute", action="store_true",
                    help="compute every stage again instead of reusing the results an earlier run with the same "
                         "inputs stored in the cache (the new results replace them)")
+    p.set_defaults(reuses_stages=True)
 
 
 def _add_out_option(p: argparse.ArgumentParser, what: str) -> None:
@@ -756,12 +757,18 @@ def main(argv=None) -> int:
 
     # the programs this command's last run with these options called, loaded ahead (on disk)
     # (--recompute runs the same programs: it shares the index)
-    options = {k: v for k, v in vars(args).items() if k not in ("func", "out", "recompute")}
+    options = {k: v for k, v in vars(args).items() if k not in ("func", "out", "recompute", "reuses_stages")}
     with contextlib.ExitStack() as run:
         try:  # before anything compiles: JAX decides once per process (nuejax.cache)
             env_switch(REUSE_SWITCH)  # a bad NUEJAX_REUSE (nuejax.analyses.reuse) is an error before any work
             enable_compilation_cache()
-            run.enter_context(programs_of_run(args.command, options))
+            reused = False
+            if getattr(args, "reuses_stages", False):  # borexino, xenonnt, combine (nuejax.analyses.reuse)
+                from .analyses.reuse import stages_of_run
+
+                reused = run.enter_context(stages_of_run(args.command, options)) and not args.recompute
+            if not reused:  # a run that reuses every stage calls no program: none is loaded ahead
+                run.enter_context(programs_of_run(args.command, options))
         except InputError as err:  # a bad NUEJAX_CACHE, NUEJAX_REUSE, NUEJAX_COMPILATION_CACHE, NUEJAX_EXPORTED or NUEJAX_AHEAD value
             print(f"nuejax: error: {err}", file=sys.stderr)
             return 2

@@ -202,3 +202,24 @@ def test_a_second_xenonnt_run_reuses_every_stage_and_writes_the_same_files(stage
     assert reused_stages(lines["second"]) == ["[2/5]", "[3/5]", "[4/5]", "[5/5]"]
     assert reused_stages(lines["seed"]) == ["[2/5]", "[4/5]", "[5/5]"]
     assert [ln for ln in lines["second"] if "reused" not in ln] == lines["first"]
+
+
+def test_a_run_knows_whether_its_last_stages_are_all_stored(stage_cache):
+    """stages_of_run remembers the stages a run with given options had; the next run with those
+    options is told whether every one of them is in the cache (the command line then loads no
+    program ahead), and not where one is missing or the options differ."""
+    def run(options, stages=("a", "b")):
+        with reuse.stages_of_run("cmd", options) as found:
+            for name in stages:
+                reuse.reused("cmd", name, {"n": 1}, StageClock(), lambda say: 1.0)
+        return found
+
+    assert run({"toys": 1}) is False
+    assert run({"toys": 1}) is True
+    assert run({"toys": 2}) is False
+    (entry,) = stage_cache.glob("stage-cmd_b-*.npz")
+    entry.unlink()
+    assert run({"toys": 1}) is False  # b is computed again here, and stored
+    assert run({"toys": 1}) is True
+    assert run({"toys": 3}, stages=()) is False  # a run without stages stores no record
+    assert run({"toys": 3}, stages=()) is False

@@ -28,23 +28,25 @@ keeps the whole cache off; ``nuejax cache --clear`` empties it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.metadata
 import json
+import threading
 import time
 import warnings
 
 import jax
 import numpy as np
 
-from ..cache import (REUSE_SWITCH, CacheWarning, cache_enabled, env_switch, is_cached, load_entry, store_entry,
-                     treedef_digest)
+from ..cache import (REUSE_SWITCH, CacheWarning, argument_key, cache_enabled, env_switch, fingerprint, has_entry,
+                     is_cached, load_entry, store_entry, treedef_digest)
 from ..inference.results import (CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
                                  ImpactsResult, Scan2DResult, ScanResult)
 
 __all__ = ["ENV_SWITCH", "KIND", "StageRecorder", "decode", "encode", "is_stored", "reuse_enabled", "reused",
-           "stage_arguments"]
+           "stage_arguments", "stages_of_run"]
 
 #: the cache kind of the stored stages (file names ``stage-<command>-<stage>-<key>.npz``)
 KIND = "stage"
@@ -198,6 +200,43 @@ def _libraries() -> dict:
     return out
 
 
+#: the (label, key) of every stage of the run under way (:func:`stages_of_run`), else None
+_RUN: list | None = None
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def stages_of_run(command: str, options: dict):
+    """Around a run of ``command`` with ``options`` (JSON-encodable): yields whether every stage
+    that the last run with these options had will be found in the cache (its key's file is there,
+    made by this code: the key begins with the code's fingerprint), and afterwards remembers this
+    run's stages (kind ``stages``) for the next. The command line uses it to leave out the
+    programs it would load ahead (:func:`~nuejax._internal.exported.programs_of_run`) where the run
+    will reuse every stage and call none of them; a run that computes a stage after all loads its
+    programs as it goes."""
+    global _RUN
+    if not reuse_enabled():
+        yield False
+        return
+    record = {"command": command, "options": json.dumps(options, sort_keys=True, default=str)}
+    last = load_entry("stages", command, record)
+    prefix = fingerprint()[:12]
+    try:
+        stages = [] if last is None else json.loads(last["keys"].tobytes().decode())
+    except Exception:  # noqa: BLE001 - an entry of another layout: as if there were none
+        stages = []
+    found = bool(stages) and all(key.startswith(prefix) and has_entry(KIND, label, key) for label, key in stages)
+    with _LOCK:
+        _RUN = []
+    try:
+        yield found
+    finally:
+        with _LOCK:
+            ran, _RUN = _RUN, None
+        if ran:
+            store_entry("stages", command, record, {"keys": np.frombuffer(json.dumps(sorted(ran)).encode(), dtype=np.uint8)})
+
+
 def _say_reused(say, lines, seconds: float) -> None:
     note = f"      (reused from the cache: computed in {seconds:.1f} s by an earlier run; --recompute to redo)"
     head = 1 if lines and lines[0].startswith("[") else 0
@@ -219,6 +258,13 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
         return compute(say)
     label = f"{command}-{stage}"
     arguments = {**arguments, "libraries": _libraries()}
+    try:
+        key = argument_key(KIND, arguments)
+    except TypeError:  # an argument that cannot be hashed: computed (and not stored, which warns below)
+        key = None
+    with _LOCK:
+        if _RUN is not None and key is not None:
+            _RUN.append((label, key))
     if reuse:
         entry = load_entry(KIND, label, arguments)
         if entry is not None:
