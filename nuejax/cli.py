@@ -762,13 +762,16 @@ def main(argv=None) -> int:
         try:  # before anything compiles: JAX decides once per process (nuejax.cache)
             env_switch(REUSE_SWITCH)  # a bad NUEJAX_REUSE (nuejax.analyses.reuse) is an error before any work
             enable_compilation_cache()
-            reused = False
+            stages = None
             if getattr(args, "reuses_stages", False):  # borexino, xenonnt, combine (nuejax.analyses.reuse)
                 from .analyses.reuse import stages_of_run
 
-                reused = run.enter_context(stages_of_run(args.command, options)) and not args.recompute
-            if not reused:  # a run that reuses every stage calls no program: none is loaded ahead
-                run.enter_context(programs_of_run(args.command, options))
+                stages = run.enter_context(stages_of_run(args.command, options))
+            # a run that will reuse every stage calls none of the stages' programs: none is loaded
+            # ahead; one that reuses some adds the programs it calls to the last run's in the index
+            if stages is None or not stages.all_stored or args.recompute:
+                run.enter_context(programs_of_run(args.command, options,
+                                                  merge=lambda: stages is not None and stages.reused > 0))
         except InputError as err:  # a bad NUEJAX_CACHE, NUEJAX_REUSE, NUEJAX_COMPILATION_CACHE, NUEJAX_EXPORTED or NUEJAX_AHEAD value
             print(f"nuejax: error: {err}", file=sys.stderr)
             return 2

@@ -73,8 +73,11 @@ def _results():
 def test_encode_decode_keep_every_field_and_type():
     """Every result kind, array dtype, numpy scalar, tuple and special float (NaN, ±inf, -0.0,
     denormal-scale and non-shortest decimals) comes back as it went in, through JSON text."""
-    value = _results()
+    value = {**_results(), "jax": jnp.arange(3.0), "jax_int": jnp.asarray(np.int32(7))}
     back = reuse.decode(json.loads(json.dumps(reuse.encode(value))))
+    assert isinstance(back["jax"], jax.Array) and not back["jax"].weak_type
+    value = {k: (np.asarray(v) if isinstance(v, jax.Array) else v) for k, v in value.items()}
+    back = {k: (np.asarray(v) if isinstance(v, jax.Array) else v) for k, v in back.items()}
     _same(value, back)
     assert np.signbit(back["fit"].covariance[1, 1])
     # GoodnessOfFit now round-trips through its JSON form too, as every result does
@@ -83,7 +86,9 @@ def test_encode_decode_keep_every_field_and_type():
 
 @pytest.mark.parametrize("bad, what", [(object(), "builtins.object"), ({1: 2}, "key 1"),
                                        ({"__array__": 1}, "__array__"), (np.array(["x"]), "dtype <U1"),
-                                       ([jnp.zeros(2), lambda: 0], "function")])
+                                       ([jnp.zeros(2), lambda: 0], "function"), (np.str_("x"), "dtype <U1"),
+                                       (np.zeros(2, dtype=np.longdouble), "float128"),
+                                       (jnp.asarray(1.0) * 2, "weakly typed")])
 def test_encode_names_what_it_cannot_store(bad, what):
     with pytest.raises(TypeError, match=what):
         reuse.encode(bad)
@@ -209,10 +214,11 @@ def test_a_run_knows_whether_its_last_stages_are_all_stored(stage_cache):
     options is told whether every one of them is in the cache (the command line then loads no
     program ahead), and not where one is missing or the options differ."""
     def run(options, stages=("a", "b")):
-        with reuse.stages_of_run("cmd", options) as found:
+        with reuse.stages_of_run("cmd", options) as record:
             for name in stages:
                 reuse.reused("cmd", name, {"n": 1}, StageClock(), lambda say: 1.0)
-        return found
+        assert len(record.stages) == len(stages)
+        return record.all_stored
 
     assert run({"toys": 1}) is False
     assert run({"toys": 1}) is True
@@ -223,3 +229,30 @@ def test_a_run_knows_whether_its_last_stages_are_all_stored(stage_cache):
     assert run({"toys": 1}) is True
     assert run({"toys": 3}, stages=()) is False  # a run without stages stores no record
     assert run({"toys": 3}, stages=()) is False
+
+
+def test_a_partly_reused_run_adds_its_programs_to_the_index(tmp_path, monkeypatch):
+    """programs_of_run(merge=...): a run that computed only some of its work keeps the last run's
+    programs in the index and adds its own; a run that computed everything replaces them."""
+    from nuejax._internal import exported
+    from nuejax._internal.exported import persistent
+    from nuejax.cache import load_entry
+
+    monkeypatch.setenv("NUEJAX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NUEJAX_AHEAD", "0")
+    double = persistent(jax.jit(lambda x: 2 * x), "test_merge_double")
+    triple = persistent(jax.jit(lambda x: 3 * x), "test_merge_triple")
+
+    def tags():
+        entry = load_entry("index", "merged", exported._index_arguments("merged", {}))
+        return [t for t, _, _ in json.loads(np.asarray(entry["programs"]).tobytes().decode())]
+
+    with exported.programs_of_run("merged", {}):
+        double(np.ones(3))
+    with exported.programs_of_run("merged", {}, merge=lambda: True):
+        triple(np.ones(3))
+        double(np.ones(3))
+    assert tags() == ["test_merge_double", "test_merge_triple"]
+    with exported.programs_of_run("merged", {}):
+        triple(np.ones(3))
+    assert tags() == ["test_merge_triple"]

@@ -250,14 +250,16 @@ def settle_ahead() -> None:
 
 
 @contextmanager
-def programs_of_run(name: str, options: dict):
+def programs_of_run(name: str, options: dict, merge=lambda: False):
     """Around a run (a command ``name`` with ``options``, JSON-encodable): load ahead what its
     last run called (:func:`programs_ahead`; the ``with`` gives how many loads started), and
     afterwards remember what this one called, in the on-disk cache (kind ``index``), for the
-    next. The loads not started by then are dropped; the process still waits at its exit for
-    those running (up to :data:`AHEAD_WORKERS`, a few seconds)."""
+    next: instead of the last run's programs, or after them where ``merge()`` is true at the end
+    (a run that computed only some of its work: nuejax.analyses.reuse). The loads not started by
+    then are dropped; the process still waits at its exit for those running (up to
+    :data:`AHEAD_WORKERS`, a few seconds)."""
     global _RUN
-    from ..cache import store_entry
+    from ..cache import load_entry, store_entry
 
     with _LOCK:
         _RUN = {}
@@ -272,7 +274,16 @@ def programs_of_run(name: str, options: dict):
         for ahead in pending:  # loads not started: not needed by this run after all
             ahead.cancel()
         if used and exported_enabled():
-            store_entry("index", str(name), _index_arguments(name, options),
+            arguments = _index_arguments(name, options)
+            if merge():
+                last = load_entry("index", str(name), arguments)
+                try:
+                    before = [] if last is None else json.loads(np.asarray(last["programs"]).tobytes().decode())
+                except Exception:  # noqa: BLE001 - an index of another layout: as if there were none
+                    before = []
+                seen = {json.dumps(p, sort_keys=True) for p in before}
+                used = before + [p for p in used if json.dumps(p, sort_keys=True) not in seen]
+            store_entry("index", str(name), arguments,
                         {"programs": np.frombuffer(json.dumps(used).encode(), dtype=np.uint8)})
 
 

@@ -32,6 +32,7 @@ from ..model.combine import combine
 from ..model.fast import fast_model
 from ._clock import StageClock, each_beside, with_stages_beside
 from .._internal.ahead import beside, warm_ups
+from .._internal.placement import host_device
 from .._internal.exported import settle_ahead
 from .borexino import Phase3Choices, borexino_phase3_model, phase3_calibration, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves, prepare_mediator_curves
@@ -82,8 +83,9 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
 
     def start_mediator_models(calibration):
         # the mediator stage builds its models from the calibration, with the packaged data
-        # (which the cache's fingerprint covers): its key needs nothing else
-        keys["med"] = stage_arguments(calibration=calibration, masses=masses, grid=MEDIATOR_GRID, n_iter=SCAN_ITER)
+        # (which the cache's fingerprint covers), on the host or the default device (placement)
+        keys["med"] = stage_arguments(calibration=calibration, masses=masses, grid=MEDIATOR_GRID, n_iter=SCAN_ITER,
+                                      build_on_host=host_device() is not None)
         if reuse and is_stored("combine", "med", keys["med"]):
             return
         if masses.size and _beside_allowed():

@@ -38,6 +38,7 @@ import time
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..cache import (REUSE_SWITCH, CacheWarning, argument_key, cache_enabled, env_switch, fingerprint, has_entry,
@@ -45,7 +46,7 @@ from ..cache import (REUSE_SWITCH, CacheWarning, argument_key, cache_enabled, en
 from ..inference.results import (CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
                                  ImpactsResult, Scan2DResult, ScanResult)
 
-__all__ = ["ENV_SWITCH", "KIND", "StageRecorder", "decode", "encode", "is_stored", "reuse_enabled", "reused",
+__all__ = ["ENV_SWITCH", "KIND", "RunStages", "StageRecorder", "decode", "encode", "is_stored", "reuse_enabled", "reused",
            "stage_arguments", "stages_of_run"]
 
 #: the cache kind of the stored stages (file names ``stage-<command>-<stage>-<key>.npz``)
@@ -81,7 +82,7 @@ def encode(value):
     Raises:
         TypeError: anything else (a model, a function, a dict with other keys), named.
     """
-    if value is None or isinstance(value, (bool, str)):
+    if value is None or type(value) in (bool, str):
         return value
     if type(value) is int or type(value) is float:
         return value
@@ -89,15 +90,16 @@ def encode(value):
         return {"__result__": type(value).__name__,
                 "fields": {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
     if isinstance(value, jax.Array):
-        value = np.asarray(value)
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            raise _NotStorable(f"an array of dtype {value.dtype}")
+        if value.weak_type:  # a strongly typed reload could promote differently
+            raise _NotStorable("a weakly typed JAX array")
+        return {"__jax__": encode(np.asarray(value))}
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype.kind not in "biuf" or value.dtype.itemsize > 8:  # (JSON holds no wider float)
+            raise _NotStorable(f"{'an array' if isinstance(value, np.ndarray) else 'a numpy scalar'} of dtype "
+                               f"{value.dtype}")
+        if isinstance(value, np.generic):
+            return {"__scalar__": value.dtype.str, "value": value.item()}
         return {"__array__": value.dtype.str, "shape": list(value.shape), "value": value.ravel().tolist()}
-    if isinstance(value, np.generic):
-        if value.dtype.kind not in "biuf":
-            raise _NotStorable(f"a numpy scalar of dtype {value.dtype}")
-        return {"__scalar__": value.dtype.str, "value": value.item()}
     if type(value) is tuple:
         return {"__tuple__": [encode(v) for v in value]}
     if type(value) is list:
@@ -120,6 +122,8 @@ def decode(data):
         return _RESULTS[data["__result__"]](**{k: decode(v) for k, v in data["fields"].items()})
     if "__array__" in data:
         return np.asarray(data["value"], dtype=np.dtype(data["__array__"])).reshape(data["shape"])
+    if "__jax__" in data:
+        return jnp.asarray(decode(data["__jax__"]))
     if "__scalar__" in data:
         return np.dtype(data["__scalar__"]).type(data["value"])
     if "__tuple__" in data:
@@ -144,7 +148,10 @@ def stage_arguments(**arguments) -> dict:
     """A stage's arguments for its key: numbers, strings, arrays and containers of them as they
     are; a PyTree node (a model) by its structure and leaves (:func:`_tree_key`); anything else
     (a frozen dataclass such as a calibration result) as :func:`~nuejax.cache.argument_key`
-    encodes it, field by field. What the key cannot encode exactly leaves the stage computed."""
+    encodes it, field by field. What the key cannot encode exactly leaves the stage computed.
+    Empty where reuse is off (:func:`reuse_enabled`: no key is made, no array copied to the host)."""
+    if not reuse_enabled():
+        return {}
     def keyable(v):
         if v is None or isinstance(v, (bool, int, float, str, np.ndarray, np.generic, jax.Array)):
             return v
@@ -163,7 +170,7 @@ def stage_arguments(**arguments) -> dict:
 def is_stored(command: str, stage: str, arguments: dict) -> bool:
     """Whether :func:`reused` would find the stage in the cache now (its file exists; not read):
     a command skips the work it would do ahead for a stage it will not compute."""
-    return reuse_enabled() and is_cached(KIND, f"{command}-{stage}", {**arguments, "libraries": _libraries()})
+    return reuse_enabled() and is_cached(KIND, f"{command}-{stage}", {**arguments, "environment": _environment()})
 
 
 class StageRecorder:
@@ -187,10 +194,17 @@ class StageRecorder:
         self._say.replay(branch)
 
 
+def _environment() -> dict:
+    """What a stage's results depend on besides its arguments and the cache's fingerprint: the
+    versions of the libraries its fits call (MIGRAD's iminuit, scipy's special functions) and the
+    JAX settings its toys draw with (the pseudo-random generator and its partitioning): part of
+    every stage's key and of each run's record (:func:`stages_of_run`)."""
+    return {**_library_versions(), "prng": str(jax.config.jax_default_prng_impl),
+            "threefry_partitionable": bool(jax.config.jax_threefry_partitionable)}
+
+
 @functools.lru_cache(maxsize=1)
-def _libraries() -> dict:
-    """The versions of the libraries a stage's fits call besides those of the cache's fingerprint
-    (MIGRAD's iminuit, scipy's special functions): part of every stage's key."""
+def _library_versions() -> dict:
     out = {}
     for name in ("iminuit", "scipy"):
         try:
@@ -200,41 +214,57 @@ def _libraries() -> dict:
     return out
 
 
-#: the (label, key) of every stage of the run under way (:func:`stages_of_run`), else None
-_RUN: list | None = None
+class RunStages:
+    """What :func:`stages_of_run` yields: ``all_stored``, whether every stage that the last run
+    with the same options had is in the cache now; ``stages``, the (label, key) of each stage of
+    this run so far; ``reused``, how many of them were reused."""
+
+    def __init__(self, all_stored: bool):
+        self.all_stored = all_stored
+        self.stages: list = []
+        self.reused = 0
+
+
+#: the run under way (:func:`stages_of_run`), else None
+_RUN: RunStages | None = None
 _LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
 def stages_of_run(command: str, options: dict):
-    """Around a run of ``command`` with ``options`` (JSON-encodable): yields whether every stage
-    that the last run with these options had will be found in the cache (its key's file is there,
-    made by this code: the key begins with the code's fingerprint), and afterwards remembers this
-    run's stages (kind ``stages``) for the next. The command line uses it to leave out the
-    programs it would load ahead (:func:`~nuejax._internal.exported.programs_of_run`) where the run
-    will reuse every stage and call none of them; a run that computes a stage after all loads its
-    programs as it goes."""
+    """Around a run of ``command`` with ``options`` (JSON-encodable): yields a :class:`RunStages`
+    whose ``all_stored`` says whether every stage that the last run with these options had will
+    be found in the cache (its key's file is there, made by this code and environment: the key
+    begins with the code's fingerprint, the record holds :func:`_environment`), and afterwards
+    remembers this run's stages (kind ``stages``) for the next. The command line leaves out the
+    programs it would load ahead (:func:`~nuejax._internal.exported.programs_of_run`) where the
+    run will reuse every stage and call none of them (a stage computed after all, its key changed
+    by an input that is not an option, loads its programs as it goes), and keeps the last run's
+    programs in the index where some stages were reused."""
     global _RUN
     if not reuse_enabled():
-        yield False
+        yield RunStages(False)
         return
-    record = {"command": command, "options": json.dumps(options, sort_keys=True, default=str)}
+    record = {"command": command, "options": json.dumps(options, sort_keys=True, default=str),
+              "environment": _environment()}
     last = load_entry("stages", command, record)
     prefix = fingerprint()[:12]
     try:
         stages = [] if last is None else json.loads(last["keys"].tobytes().decode())
     except Exception:  # noqa: BLE001 - an entry of another layout: as if there were none
         stages = []
-    found = bool(stages) and all(key.startswith(prefix) and has_entry(KIND, label, key) for label, key in stages)
+    run = RunStages(bool(stages) and all(key.startswith(prefix) and has_entry(KIND, label, key)
+                                         for label, key in stages))
     with _LOCK:
-        _RUN = []
+        _RUN = run
     try:
-        yield found
+        yield run
     finally:
         with _LOCK:
-            ran, _RUN = _RUN, None
-        if ran:
-            store_entry("stages", command, record, {"keys": np.frombuffer(json.dumps(sorted(ran)).encode(), dtype=np.uint8)})
+            _RUN = None
+        if run.stages:
+            store_entry("stages", command, record,
+                        {"keys": np.frombuffer(json.dumps(sorted(run.stages)).encode(), dtype=np.uint8)})
 
 
 def _say_reused(say, lines, seconds: float) -> None:
@@ -257,25 +287,28 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
     if not reuse_enabled():
         return compute(say)
     label = f"{command}-{stage}"
-    arguments = {**arguments, "libraries": _libraries()}
+    arguments = {**arguments, "environment": _environment()}
     try:
         key = argument_key(KIND, arguments)
     except TypeError:  # an argument that cannot be hashed: computed (and not stored, which warns below)
         key = None
     with _LOCK:
         if _RUN is not None and key is not None:
-            _RUN.append((label, key))
+            _RUN.stages.append((label, key))
     if reuse:
         entry = load_entry(KIND, label, arguments)
         if entry is not None:
             try:
                 stored = json.loads(entry["json"].tobytes().decode())
-                value = decode(stored["value"])
+                value, lines, seconds = decode(stored["value"]), list(stored["lines"]), float(stored["seconds"])
             except Exception as err:  # noqa: BLE001 - an entry of another layout: computed again below
                 warnings.warn(f"nuejax cache: stage {label} could not be reused ({type(err).__name__}: {err}); "
                               "computing it", CacheWarning, stacklevel=2)
             else:
-                _say_reused(say, list(stored["lines"]), float(stored["seconds"]))
+                with _LOCK:
+                    if _RUN is not None:
+                        _RUN.reused += 1
+                _say_reused(say, lines, seconds)
                 return value
     rec = StageRecorder(say)
     t0 = time.perf_counter()
@@ -283,8 +316,9 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
     seconds = time.perf_counter() - t0
     try:
         text = json.dumps({"value": encode(value), "lines": rec.lines, "seconds": seconds})
-    except _NotStorable as err:
-        warnings.warn(f"nuejax cache: stage {label} is not stored: it returned {err}", CacheWarning, stacklevel=2)
+    except (TypeError, ValueError, RecursionError) as err:  # _NotStorable names what it refused
+        what = str(err) if isinstance(err, _NotStorable) else f"what JSON cannot hold ({type(err).__name__}: {err})"
+        warnings.warn(f"nuejax cache: stage {label} is not stored: it returned {what}", CacheWarning, stacklevel=2)
     else:
         if not store_entry(KIND, label, arguments, {"json": np.frombuffer(text.encode(), dtype=np.uint8)}):
             warnings.warn(f"nuejax cache: stage {label} could not be stored (an argument that cannot be hashed, "

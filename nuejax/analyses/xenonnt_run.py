@@ -34,6 +34,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from .._internal.placement import host_device
 from ..inference import cls_upper_limit, fit, profile_scan
 from ..model.fast import fast_model
 from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
@@ -100,7 +101,9 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
               "eps": stage("eps", stage_arguments(model=model, grids=(EPS_L_GRID, EPS_R_GRID), n_iter=SCAN_ITER,
                                                   **common),
                            lambda say: _nsi(model, data, say)),
-              "med": stage("med", {**common, "masses": masses}, lambda say: _mediators(unbinned, data, masses, say))}
+              # the mediator stage builds its models: where they are built (placement) joins its key
+              "med": stage("med", {**common, "masses": masses, "build_on_host": host_device() is not None},
+                           lambda say: _mediators(unbinned, data, masses, say))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         mu, out = with_stages_beside(say, lambda: stage("mu", mu_args, lambda say: _mu_nu(m_mu, data, say))(say),
