@@ -421,7 +421,7 @@ def _answer_spec(command: str, args, **kw) -> int:
 
 
 def _cmd_run(args) -> int:
-    return _answer_spec("run", args, resume=args.resume)
+    return _answer_spec("run", args, resume=args.resume, reuse=not args.recompute)
 
 
 def _cmd_combine(args) -> int:
@@ -661,6 +661,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out_option(p, "results.json, figures and the runs of feldman_cousins questions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--resume", action="store_true", help="continue the stored toy runs of feldman_cousins questions in --out")
+    _add_recompute_option(p)
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits, (eps_ee_L, "
                                        "eps_ee_R) regions and mediator curves, each experiment alone and combined")

@@ -229,6 +229,13 @@ def test_a_run_knows_whether_its_last_stages_are_all_stored(stage_cache):
     assert run({"toys": 1}) is True
     assert run({"toys": 3}, stages=()) is False  # a run without stages stores no record
     assert run({"toys": 3}, stages=()) is False
+    # a stage computed every time (a spec's Feldman-Cousins question) keeps the next run computing
+    with reuse.stages_of_run("cmd", {"toys": 4}):
+        reuse.reused("cmd", "a", {"n": 1}, StageClock(), lambda say: 1.0)
+        reuse.computed_always("cmd", "fc")
+    with reuse.stages_of_run("cmd", {"toys": 4}) as record:
+        pass
+    assert record.all_stored is False
 
 
 def test_a_partly_reused_run_adds_its_programs_to_the_index(tmp_path, monkeypatch):
@@ -256,3 +263,33 @@ def test_a_partly_reused_run_adds_its_programs_to_the_index(tmp_path, monkeypatc
     with exported.programs_of_run("merged", {}):
         triple(np.ones(3))
     assert tags() == ["test_merge_triple"]
+
+
+@pytest.mark.slow
+def test_a_second_spec_run_reuses_its_answers_and_a_changed_question_is_computed(stage_cache, tmp_path):
+    """nuejax run: a second run of a specification reuses the fit and every answer of the kinds
+    kept (fit, goodness of fit, profile, CLs, 2-D region), equal to the first run's; a question
+    whose grid changed is computed again, the others still reused."""
+    from test_spec import MORE, _rounded_asimov
+
+    path, _ = _rounded_asimov(tmp_path, MORE)
+    runs = []
+    for label in ("first", "second"):
+        said = []
+        runs.append((run_spec_answers(path, tmp_path / label, said), said))
+    assert runs[1][0] == runs[0][0]
+    assert not any("reused" in ln for ln in runs[0][1])
+    assert sum("reused from the cache" in ln for ln in runs[1][1]) == 6  # the fit and five answers
+    path.write_text(path.read_text().replace("num = 51", "num = 26"))
+    said = []
+    third = run_spec_answers(path, tmp_path / "third", said)
+    assert sum("reused from the cache" in ln for ln in said) == 5
+    assert len(third["mu_nu_profile"]["values"]) == 26
+    assert {k: v for k, v in third.items() if k != "mu_nu_profile"} == \
+        {k: v for k, v in runs[0][0].items() if k != "mu_nu_profile"}
+
+
+def run_spec_answers(path, out, said):
+    from nuejax.analyses.spec import run_spec
+
+    return json.loads(json.dumps(run_spec(path, out, progress=said.append)["questions"]))

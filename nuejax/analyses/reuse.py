@@ -1,7 +1,8 @@
 """Stage results of the analysis commands kept in the on-disk cache and reused by a later run.
 
 A stage of ``nuejax borexino``, ``nuejax xenonnt`` or ``nuejax combine`` (a fit and its profile
-scans, a toy construction, the mediator curves) is a deterministic function of its inputs: the
+scans, a toy construction, the mediator curves), or a fit or answer of ``nuejax run SPEC``
+(:data:`~nuejax.analyses.spec.REUSED_KINDS`), is a deterministic function of its inputs: the
 model it fits (or what builds it), the data, its grids and options, nuejax's own code and data,
 the libraries and the machine's JAX backend and device kind. :func:`reused` keeps what a stage
 returned, with the lines it said, in the package's cache folder (:mod:`nuejax.cache`, kind
@@ -46,8 +47,8 @@ from ..cache import (REUSE_SWITCH, CacheWarning, argument_key, cache_enabled, en
 from ..inference.results import (CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
                                  ImpactsResult, Scan2DResult, ScanResult)
 
-__all__ = ["ENV_SWITCH", "KIND", "RunStages", "StageRecorder", "decode", "encode", "is_stored", "reuse_enabled", "reused",
-           "stage_arguments", "stages_of_run"]
+__all__ = ["ENV_SWITCH", "KIND", "RunStages", "StageRecorder", "computed_always", "decode", "encode", "is_stored",
+           "reuse_enabled", "reused", "stage_arguments", "stages_of_run"]
 
 #: the cache kind of the stored stages (file names ``stage-<command>-<stage>-<key>.npz``)
 KIND = "stage"
@@ -265,6 +266,15 @@ def stages_of_run(command: str, options: dict):
         if run.stages:
             store_entry("stages", command, record,
                         {"keys": np.frombuffer(json.dumps(sorted(run.stages)).encode(), dtype=np.uint8)})
+
+
+def computed_always(command: str, stage: str) -> None:
+    """Count a stage that is computed every time (never stored) in the run under way
+    (:func:`stages_of_run`), so that the next run with the same options is not taken for one
+    that reuses everything (and loads its programs ahead)."""
+    with _LOCK:
+        if _RUN is not None:
+            _RUN.stages.append((f"{command}-{stage}", ""))
 
 
 def _say_reused(say, lines, seconds: float) -> None:

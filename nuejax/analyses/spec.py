@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["SCHEMA", "automatic_grid", "build_spec", "load_spec", "run_spec", "shipped_specs"]
+__all__ = ["REUSED_KINDS", "SCHEMA", "automatic_grid", "build_spec", "load_spec", "run_spec", "shipped_specs"]
 
 #: The schema's resource name inside the package.
 SCHEMA = "analysis.schema.json"
@@ -870,8 +870,14 @@ def _answer(model, counts, q, best, out, resume, say) -> dict:
                          "depends on that bound" for n, side in held.items()] + failed_warning}
 
 
+#: the questions whose answers a later run with the same inputs reuses (nuejax.analyses.reuse):
+#: not feldman_cousins (its toy runs are stored in ``out`` and resumed there) nor impacts (its
+#: figure is written into ``out``)
+REUSED_KINDS = ("fit", "profile", "upper_limit", "cls", "region_2d", "goodness_of_fit")
+
+
 def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = False,
-             asked_by: str | None = None) -> dict:
+             asked_by: str | None = None, reuse: bool = True) -> dict:
     """Answer every question of the specification at ``path`` in order; returns (and with
     ``out``, writes into ``out/results.json``) ``{"name", "spec", "questions": {name: answer},
     "seconds"}``. Answers: ``fit``: valid, −2 ln L, values, Hessian errors, profile-likelihood
@@ -892,9 +898,13 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     the region may continue beyond them). ``questions``: a list of question
     tables replacing the file's (``asked_by``: where they come from, for the messages, e.g. the
     command line). With ``out``, ``results.json`` is written after every answer, so that the
-    answers so far survive a later question's error (which names the question)."""
+    answers so far survive a later question's error (which names the question). ``reuse``: the
+    fits and the answers of :data:`REUSED_KINDS` are taken from an earlier run with the same model,
+    data and question where the cache holds them (:mod:`~nuejax.analyses.reuse`; the question's
+    name aside, so a renamed question is reused); False: every one computed again."""
     from ..inference import newton_fit
     from ..inference.starts import DEFAULT_STARTS
+    from .reuse import computed_always, reused, stage_arguments
 
     say = progress or (lambda msg: None)
     t0 = time.perf_counter()
@@ -924,13 +934,28 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
             Path(out).mkdir(parents=True, exist_ok=True)
             (Path(out) / "results.json").write_text(json.dumps(result, indent=2))
 
-    best = None
+    # each fit and answer is a stage (nuejax.analyses.reuse): its key holds the model, the data and
+    # the question (an answer also the starts of the fit it reads)
+    inputs = stage_arguments(model=model, counts=counts)
+    best = fit_starts = None
     for i, q in enumerate(spec["questions"]):
         say(f"{q['name']}: {q['kind']}")
         try:
             if q["kind"] == "fit" or best is None:
-                best = newton_fit(model, counts, one_sided=False, starts=q.get("starts", DEFAULT_STARTS))
-            result["questions"][q["name"]] = _answer(model, counts, q, best, out, resume, say)
+                fit_starts = q.get("starts", DEFAULT_STARTS)
+                best = reused("run", "fit", {**inputs, "starts": fit_starts}, say,
+                              lambda say: newton_fit(model, counts, one_sided=False, starts=fit_starts), reuse=reuse)
+
+            def answer(say, q=q, best=best):
+                return _answer(model, counts, q, best, out, resume, say)
+
+            if q["kind"] in REUSED_KINDS:
+                question = stage_arguments(question={k: v for k, v in q.items() if k != "name"}, fit_starts=fit_starts)
+                result["questions"][q["name"]] = reused("run", q["kind"], {**inputs, **question}, say, answer,
+                                                        reuse=reuse)
+            else:
+                computed_always("run", q["kind"])
+                result["questions"][q["name"]] = answer(say)
         except InputError as err:  # the answers so far are kept; the message names the question
             save()
             kept = f" (the answers before it are in {Path(out) / 'results.json'})" if out is not None and i else ""
