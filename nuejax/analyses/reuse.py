@@ -277,14 +277,17 @@ def computed_always(command: str, stage: str) -> None:
             _RUN.stages.append((f"{command}-{stage}", ""))
 
 
-def _say_reused(say, lines, seconds: float) -> None:
-    note = f"      (reused from the cache: computed in {seconds:.1f} s by an earlier run; --recompute to redo)"
+def _say_reused(say, lines, seconds) -> None:
+    """Say a reused stage's ``lines``, after its first (a stage's own header) one saying it was
+    reused and how long it took (``seconds``; None: no such line)."""
+    note = [] if seconds is None else \
+        [f"      (reused from the cache: computed in {seconds:.1f} s by an earlier run; --recompute to redo)"]
     head = 1 if lines and lines[0].startswith("[") else 0
-    for msg in lines[:head] + [note] + lines[head:]:
+    for msg in lines[:head] + note + lines[head:]:
         say(msg)
 
 
-def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bool = True):
+def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bool = True, note: bool = True):
     """``compute(say)``, or what it returned for the same key before (module docstring).
 
     ``arguments``: everything the stage reads besides nuejax's code and data, made with
@@ -293,7 +296,8 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
     with a :class:`StageRecorder` and its value is stored (also where ``reuse`` is False: a
     recomputed stage replaces the stored one). A value or an argument that cannot be stored
     exactly, or a cache that cannot be written, leaves the stage computed every time, with a
-    :class:`~nuejax.cache.CacheWarning`."""
+    :class:`~nuejax.cache.CacheWarning`. ``note=False``: no line saying the stage was reused (a
+    step inside a stage that says so itself)."""
     if not reuse_enabled():
         return compute(say)
     label = f"{command}-{stage}"
@@ -318,7 +322,7 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
                 with _LOCK:
                     if _RUN is not None:
                         _RUN.reused += 1
-                _say_reused(say, lines, seconds)
+                _say_reused(say, lines, seconds if note else None)
                 return value
     rec = StageRecorder(say)
     t0 = time.perf_counter()

@@ -943,8 +943,10 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
         try:
             if q["kind"] == "fit" or best is None:
                 fit_starts = q.get("starts", DEFAULT_STARTS)
+                # (no line of its own where reused: the answer that reads it says so)
                 best = reused("run", "fit", {**inputs, "starts": fit_starts}, say,
-                              lambda say: newton_fit(model, counts, one_sided=False, starts=fit_starts), reuse=reuse)
+                              lambda say: newton_fit(model, counts, one_sided=False, starts=fit_starts), reuse=reuse,
+                              note=False)
 
             def answer(say, q=q, best=best):
                 return _answer(model, counts, q, best, out, resume, say)
