@@ -7,6 +7,10 @@
 #   every stage (nuejax.analyses.reuse), then two warm runs with --recompute (every stage computed
 #   again from warm caches: the numbers earlier sessions measured as "warm"); compile logs
 #   (timings/compile_log.py), outputs and summaries. Returned as one tar archive.
+# partial: the final code: `nuejax xenonnt` on an empty folder, reused, then with --seed 1 (the toys
+#   computed, the other stages reused), again (all reused) and with --recompute (every stage, its
+#   programs loaded ahead from the index the partly reused run added to); `nuejax run
+#   borexino_phase3_nsi` (a shipped specification) first, reused and with --recompute.
 set -u
 dir=/tmp/s32; mkdir -p "$dir"
 pack() { tar czf "$OUT/s32.tgz" -C "$dir" .; }
@@ -23,6 +27,14 @@ r() { # command label limit [options...]
   cp "/tmp/o_${cmd}_$label/summary.json" "$dir/${cmd}_${label}_summary.json" 2>/dev/null
   pack
 }
+rs() { # label limit [options...]: nuejax run on a shipped specification
+  local label=$1 limit=$2 t0; shift 2
+  t0=$(date +%s.%N)
+  NUEJAX_CACHE_DIR=/tmp/c_spec timeout "$limit" python -m nuejax run borexino_phase3_nsi --json --out "/tmp/o_spec_$label" "$@" \
+    > "$dir/spec_$label.json" 2> "$dir/spec_$label.err"
+  echo "spec $label rc=$? wall=$(python -c "import time; print(round(time.time()-$t0,2))")" >> "$dir/walls.txt"
+  pack
+}
 for what in "$@"; do
   case $what in
     reuse)
@@ -32,6 +44,11 @@ for what in "$@"; do
         r "$cmd" reuse1 60; r "$cmd" reuse2 60
         r "$cmd" recompute1 90 --recompute; r "$cmd" recompute2 90 --recompute
       done ;;
+    partial)  # the final code: xenonnt reused in part (another seed) and the index it leaves; a spec
+      rm -rf /tmp/c_xenonnt /tmp/c_spec
+      r xenonnt first 220; r xenonnt reuse 60
+      r xenonnt seed1 90 --seed 1; r xenonnt seed1_reuse 60 --seed 1; r xenonnt seed1_recompute 90 --seed 1 --recompute
+      rs first 200; rs reuse 60; rs recompute 90 --recompute ;;
   esac
 done
 pack
