@@ -590,18 +590,23 @@ def cache_info() -> dict:
     return info
 
 
-def clear_cache(*, stale_only: bool = False) -> tuple:
+def clear_cache(*, stale_only: bool = False, kinds=None) -> tuple:
     """Remove the cache's entries (and writers' temporary files) from :func:`cache_dir`; with
-    ``stale_only``, only entries of other code, data or environments than this process's.
-    Without it, the compiled programs of :func:`compilation_cache_dir` go too (JAX keys them by
-    its version itself, so none of them is stale in this sense). Other files in the folder are
-    left alone. Returns ``(files removed, bytes freed)``."""
+    ``stale_only``, only entries of other code, data or environments than this process's; with
+    ``kinds`` (a collection of entry kinds, e.g. ``{"stage", "stages"}``: the analysis commands'
+    stored results), only entries of those kinds. Without either, the compiled programs of
+    :func:`compilation_cache_dir` go too (JAX keys them by its version itself, so none of them is
+    stale in this sense). Other files in the folder are left alone. Returns ``(files removed,
+    bytes freed)``."""
     env = fingerprint()[:12] if stale_only else None
+    kinds = None if kinds is None else set(kinds)
     n = freed = 0
-    files = _entries(cache_dir()) + ([] if stale_only else _compiled_files(compilation_cache_dir()))
+    files = _entries(cache_dir()) + ([] if stale_only or kinds is not None else _compiled_files(compilation_cache_dir()))
     for p in files:
         m = _ENTRY.match(p.name)
         if stale_only and (m is None or m["env"] == env):
+            continue
+        if kinds is not None and (m is None or m["kind"] not in kinds):
             continue
         size = _size(p)
         try:

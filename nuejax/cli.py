@@ -105,12 +105,13 @@ def _add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _add_recompute_option(p: argparse.ArgumentParser) -> None:
+def _add_recompute_option(p: argparse.ArgumentParser, what: str = "stage") -> None:
     """``--recompute``, for the commands whose stages reuse an earlier run's results
-    (:mod:`nuejax.analyses.reuse`)."""
+    (:mod:`nuejax.analyses.reuse`); ``what`` names the command's stages."""
     p.add_argument("--recompute", action="store_true",
-                   help="compute every stage again instead of reusing the results an earlier run with the same "
-                        "inputs stored in the cache (the new results replace them)")
+                   help=f"compute every {what} again instead of reusing the results that an earlier run with the same "
+                        "inputs (options, data, nuejax code and library versions) stored in the cache; the new results "
+                        "replace them (NUEJAX_REUSE=0: neither reuse nor store)")
     p.set_defaults(reuses_stages=True)
 
 
@@ -311,6 +312,7 @@ def _cmd_xenonnt(args) -> int:
     for curve, d in summary["mediator_limits"].items():
         print(f"{curve}: g < " + ", ".join(f"{m:g} MeV: " + ("-" if g is None else f"{g:.2g}")
                                            for m, g in zip(d["masses_mev"], d["couplings"])))
+    _say_reused(summary["reused_stages"])
     print(f"wrote {args.out}/summary.json; total {summary['seconds']:.0f} s")
     return 0
 
@@ -416,8 +418,15 @@ def _answer_spec(command: str, args, **kw) -> int:
         return 0
     for name, a in res["questions"].items():
         _print_answer(name, a)
+    _say_reused(res.get("reused"))
     print(f"wrote {args.out}/results.json; total {res['seconds']:.0f} s")
     return 0
+
+
+def _say_reused(stages) -> None:
+    """The closing line of a command that reused stored results (nuejax.analyses.reuse)."""
+    if stages:
+        print(f"reused from the cache (computed by an earlier run): {', '.join(stages)}; --recompute computes them again")
 
 
 def _cmd_run(args) -> int:
@@ -437,6 +446,7 @@ def _cmd_combine(args) -> int:
     for name, d in list(summary["per_experiment"].items()) + [("combined", summary["combined"])]:
         ul = d["mu_nu_upper_90"]
         print(f"{name:>9}: mu_nu < " + ("(none in range)" if ul is None else f"{ul:.3g}") + " mu_B (90% CL, one-sided q~)")
+    _say_reused(summary["reused_stages"])
     print(f"wrote {args.out}/summary.json; total {summary['seconds']:.0f} s")
     return 0
 
@@ -471,6 +481,7 @@ def _cmd_borexino(args) -> int:
               f"best fit in {_fmt(summary[f'{name}_interval_90'])}")
         branches = ", ".join(f"{b['value']:.3g} (Δχ² {b['delta_chi2']:.2f})" for b in summary[f"{name}_branches"])
         print(f"    profile minima (branches): {branches}")
+    _say_reused(summary["reused_stages"])
     print(f"wrote {args.out}/summary.json" + ("" if args.no_plots else ", spectrum.png, cno_profile.png, "
                                                                       "profile_*.png, eps_ee_L_R.png"))
     print(f"total {summary['seconds']:.1f} s")
@@ -564,13 +575,14 @@ def _cmd_cache(args) -> int:
     from .cache import describe_bytes, cache_info, clear_cache
     from .errors import InputError
 
-    if args.stale and not args.clear:
-        print("nuejax cache: error: --stale only goes with --clear", file=sys.stderr)
+    if (args.stale or args.results) and not args.clear:
+        print(f"nuejax cache: error: {'--stale' if args.stale else '--results'} only goes with --clear", file=sys.stderr)
         return 2
     removed = None
     try:
         if args.clear:
-            removed = clear_cache(stale_only=args.stale)
+            # the analysis commands' stored stage results and their runs' records (nuejax.analyses.reuse)
+            removed = clear_cache(stale_only=args.stale, kinds=("stage", "stages") if args.results else None)
         info = cache_info()
     except InputError as err:  # a bad NUEJAX_CACHE value
         print(f"nuejax cache: error: {err}", file=sys.stderr)
@@ -581,7 +593,7 @@ def _cmd_cache(args) -> int:
         print(json.dumps(info))
         return 0
     if removed is not None:
-        what = "stale entries" if args.stale else "entries"
+        what = ("stale " if args.stale else "") + ("stored stage results" if args.results else "entries")
         print(f"removed {removed[0]} {what} ({describe_bytes(removed[1])}) from {info['path']}")
     print(f"nuejax tensor cache: {info['path']} ({'enabled' if info['enabled'] else 'disabled by NUEJAX_CACHE'})")
     print(f"  {info['entries']} entries, {describe_bytes(info['bytes'])}; of this code and environment: "
@@ -661,7 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out_option(p, "results.json, figures and the runs of feldman_cousins questions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--resume", action="store_true", help="continue the stored toy runs of feldman_cousins questions in --out")
-    _add_recompute_option(p)
+    _add_recompute_option(p, "fit and answer (feldman_cousins runs in --out follow --resume)")
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("combine", help="Borexino Phase-III and XENONnT SR0 together: mu_nu limits, (eps_ee_L, "
                                        "eps_ee_R) regions and mediator curves, each experiment alone and combined")
@@ -701,12 +713,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("injection", help="injection-recovery of eps_ee_L and mu_nu on Asimov data (paper Sec. VI.B)")
     _add_model_run_options(p, "figures")
     p.set_defaults(func=_cmd_injection)
-    p = sub.add_parser("cache", help="size and location of the on-disk caches (model tensors, compiled programs); "
-                                          "--clear empties them")
+    p = sub.add_parser("cache", help="size and location of the on-disk caches (model tensors, compiled programs, "
+                                     "the analysis commands' stored results); --clear empties them")
     p.add_argument("--clear", action="store_true",
                    help="remove every cache entry and compiled program (other files in the folder stay)")
     p.add_argument("--stale", action="store_true",
                    help="with --clear: remove only entries of other nuejax code, data or environments")
+    p.add_argument("--results", action="store_true",
+                   help="with --clear: remove only the stage results that borexino, xenonnt, combine and run reuse "
+                        "(kinds stage, stages), keeping model tensors and compiled programs")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_cache)
     return parser

@@ -190,9 +190,11 @@ def test_a_second_xenonnt_run_reuses_every_stage_and_writes_the_same_files(stage
         summaries[label] = run_xenonnt(tmp_path / label, n_toys=4, plots=False, masses=np.array([1.0]), seed=seed,
                                        progress=said.append)
         lines[label] = said
-    timing = ("seconds", "phase_start_seconds", "progress_seconds")
+    timing = ("seconds", "phase_start_seconds", "progress_seconds", "reused_stages")
     assert {k: v for k, v in summaries["first"].items() if k not in timing} == \
         {k: v for k, v in summaries["second"].items() if k not in timing}
+    assert [summaries[k]["reused_stages"] for k in ("first", "second", "seed")] == \
+        [[], ["eps", "med", "mu", "toys"], ["eps", "med", "mu"]]
     files = sorted(p.name for p in (tmp_path / "first").glob("*.json"))
     assert len(files) == 7
     for name in files:
@@ -278,6 +280,9 @@ def test_a_second_spec_run_reuses_its_answers_and_a_changed_question_is_computed
         said = []
         runs.append((run_spec_answers(path, tmp_path / label, said), said))
     assert runs[1][0] == runs[0][0]
+    assert json.loads((tmp_path / "first" / "results.json").read_text())["reused"] == []
+    assert json.loads((tmp_path / "second" / "results.json").read_text())["reused"] == \
+        ["best", "gof", "mu_nu_profile", "mu_nu_cls", "region"]
     assert not any("reused" in ln for ln in runs[0][1])
     assert sum("reused from the cache" in ln for ln in runs[1][1]) == 5  # five answers (and the fit, silently)
     path.write_text(path.read_text().replace("num = 51", "num = 26"))
@@ -293,3 +298,18 @@ def run_spec_answers(path, out, said):
     from nuejax.analyses.spec import run_spec
 
     return json.loads(json.dumps(run_spec(path, out, progress=said.append)["questions"]))
+
+
+def test_clearing_only_the_stored_results_keeps_the_other_entries(stage_cache, capsys):
+    """nuejax cache --clear --results removes the stages' entries and the runs' records alone."""
+    from nuejax.cache import store_entry
+    from nuejax.cli import main
+
+    with reuse.stages_of_run("cmd", {}):
+        reuse.reused("cmd", "a", {"n": 1}, StageClock(), lambda say: 1.0)
+    store_entry("signal", "kept", {"n": 1}, {"x": np.zeros(2)})
+    assert sorted(p.name.split("-")[0] for p in stage_cache.glob("*.npz")) == ["signal", "stage", "stages"]
+    assert main(["cache", "--results"]) == 2 and "--results only goes with --clear" in capsys.readouterr().err
+    assert main(["cache", "--clear", "--results"]) == 0
+    assert "removed 2 stored stage results" in capsys.readouterr().out
+    assert [p.name.split("-")[0] for p in stage_cache.glob("*.npz")] == ["signal"]

@@ -81,8 +81,11 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     # (nuejax.analyses.reuse): its key holds the model it fits, the data and its own options and grids
     common = stage_arguments(counts=counts, starts=starts)
 
+    reused_stages = []
+
     def stage(name, arguments, fn):
-        return lambda say, in_turn=False: reused("borexino", name, arguments, say, fn, reuse=reuse)
+        return lambda say, in_turn=False: reused("borexino", name, arguments, say, fn, reuse=reuse,
+                                                 record=reused_stages)
 
     stages = {"mu": stage("mu", stage_arguments(model=m_ssm, grid=MU_GRID, refine=MU_REFINE, n_iter=SCAN_ITER, **common),
                           lambda say: _magnetic_moment(m_ssm, counts, say, starts)),
@@ -139,6 +142,8 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
         "n_bins": data.n_bins,
         "device": str(jax.devices()[0]),
         "jax_version": jax.__version__,
+        # the stages whose results an earlier run computed (nuejax.analyses.reuse)
+        "reused_stages": sorted(reused_stages),
     }
     if plots:
         _plots(outdir, model, data, result, cno, published, mu_scan, sL, sR, s2)

@@ -80,6 +80,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     # stage otherwise began by building them once stage 1 had ended)
     early = {}
     keys = {}  # each stage's key (nuejax.analyses.reuse); the mediator stage's from the calibration
+    reused_stages = []  # the stages whose results an earlier run computed
 
     def start_mediator_models(calibration):
         # the mediator stage builds its models from the calibration, with the packaged data
@@ -134,7 +135,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         # stage has ended.
         def stage(name, fn):
             return lambda say, in_turn=False: reused("combine", name, keys[name], say,
-                                                     lambda say: fn(say, in_turn), reuse=reuse)
+                                                     lambda say: fn(say, in_turn), reuse=reuse, record=reused_stages)
 
         stages = {"eps": in_turn_after_builds(stage("eps", lambda say, in_turn: _eps_regions(models, data, eps, say,
                                                                                              in_turn))),
@@ -171,6 +172,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         "eps_grid": [g.tolist() for g in EPS_GRID],
         "device": str(jax.devices()[0]),
         "jax_version": jax.__version__,
+        "reused_stages": sorted(reused_stages),
     }
     for name, s in scans.items():
         s.save(outdir / f"mu_nu_scan_{name}.json")

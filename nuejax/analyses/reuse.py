@@ -50,7 +50,7 @@ from ..inference.results import (CLsResult, CoverageResult, FeldmanCousinsResult
 __all__ = ["ENV_SWITCH", "KIND", "RunStages", "StageRecorder", "computed_always", "decode", "encode", "is_stored",
            "reuse_enabled", "reused", "stage_arguments", "stages_of_run"]
 
-#: the cache kind of the stored stages (file names ``stage-<command>-<stage>-<key>.npz``)
+#: the cache kind of the stored stages (file names ``stage-<command>_<stage>-<key>.npz``)
 KIND = "stage"
 #: the switch of stage reuse: ``NUEJAX_REUSE=0`` (or ``off``, ``false``, ``no``) computes every
 #: stage and stores none (the test suite runs so, to test the computations)
@@ -277,17 +277,20 @@ def computed_always(command: str, stage: str) -> None:
             _RUN.stages.append((f"{command}-{stage}", ""))
 
 
-def _say_reused(say, lines, seconds) -> None:
+def _say_reused(say, lines, computed) -> None:
     """Say a reused stage's ``lines``, after its first (a stage's own header) one saying it was
-    reused and how long it took (``seconds``; None: no such line)."""
-    note = [] if seconds is None else \
-        [f"      (reused from the cache: computed in {seconds:.1f} s by an earlier run; --recompute to redo)"]
+    reused, when it was computed and how long it took (``computed``: (seconds, date); None: no
+    such line)."""
+    note = [] if computed is None else \
+        [f"      (reused from the cache: computed {'on ' + computed[1] + ' ' if computed[1] else ''}in "
+         f"{computed[0]:.1f} s by an earlier run; --recompute to redo)"]
     head = 1 if lines and lines[0].startswith("[") else 0
     for msg in lines[:head] + note + lines[head:]:
         say(msg)
 
 
-def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bool = True, note: bool = True):
+def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bool = True, note: bool = True,
+           record: list | None = None):
     """``compute(say)``, or what it returned for the same key before (module docstring).
 
     ``arguments``: everything the stage reads besides nuejax's code and data, made with
@@ -297,7 +300,8 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
     recomputed stage replaces the stored one). A value or an argument that cannot be stored
     exactly, or a cache that cannot be written, leaves the stage computed every time, with a
     :class:`~nuejax.cache.CacheWarning`. ``note=False``: no line saying the stage was reused (a
-    step inside a stage that says so itself)."""
+    step inside a stage that says so itself); ``record``: a list that gains ``stage`` where it was
+    reused (the commands list them in their summaries, ``reused_stages``)."""
     if not reuse_enabled():
         return compute(say)
     label = f"{command}-{stage}"
@@ -315,6 +319,7 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
             try:
                 stored = json.loads(entry["json"].tobytes().decode())
                 value, lines, seconds = decode(stored["value"]), list(stored["lines"]), float(stored["seconds"])
+                when = stored.get("computed")
             except Exception as err:  # noqa: BLE001 - an entry of another layout: computed again below
                 warnings.warn(f"nuejax cache: stage {label} could not be reused ({type(err).__name__}: {err}); "
                               "computing it", CacheWarning, stacklevel=2)
@@ -322,14 +327,17 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
                 with _LOCK:
                     if _RUN is not None:
                         _RUN.reused += 1
-                _say_reused(say, lines, seconds if note else None)
+                    if record is not None:
+                        record.append(stage)
+                _say_reused(say, lines, (seconds, when) if note else None)
                 return value
     rec = StageRecorder(say)
     t0 = time.perf_counter()
     value = compute(rec)
     seconds = time.perf_counter() - t0
     try:
-        text = json.dumps({"value": encode(value), "lines": rec.lines, "seconds": seconds})
+        text = json.dumps({"value": encode(value), "lines": rec.lines, "seconds": seconds,
+                           "computed": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
     except (TypeError, ValueError, RecursionError) as err:  # _NotStorable names what it refused
         what = str(err) if isinstance(err, _NotStorable) else f"what JSON cannot hold ({type(err).__name__}: {err})"
         warnings.warn(f"nuejax cache: stage {label} is not stored: it returned {what}", CacheWarning, stacklevel=2)

@@ -901,7 +901,8 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     answers so far survive a later question's error (which names the question). ``reuse``: the
     fits and the answers of :data:`REUSED_KINDS` are taken from an earlier run with the same model,
     data and question where the cache holds them (:mod:`~nuejax.analyses.reuse`; the question's
-    name aside, so a renamed question is reused); False: every one computed again."""
+    name aside, so a renamed question is reused; ``reused`` lists the answers taken so); False:
+    every one computed again."""
     from ..inference import newton_fit
     from ..inference.starts import DEFAULT_STARTS
     from .reuse import computed_always, reused, stage_arguments
@@ -926,7 +927,7 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
     for i, q in enumerate(spec["questions"]):
         _check_question(spec, i, q, model)
     result = {"name": spec.get("name", Path(spec["_file"]).stem), "spec": spec["_file"], "questions": {},
-              "baked": {p.name: p.value for p in model.baked}, "seconds": 0.0}
+              "baked": {p.name: p.value for p in model.baked}, "reused": [], "seconds": 0.0}
 
     def save():
         result["seconds"] = time.perf_counter() - t0
@@ -953,8 +954,11 @@ def run_spec(path, out=None, *, progress=None, questions=None, resume: bool = Fa
 
             if q["kind"] in REUSED_KINDS:
                 question = stage_arguments(question={k: v for k, v in q.items() if k != "name"}, fit_starts=fit_starts)
+                taken = []
                 result["questions"][q["name"]] = reused("run", q["kind"], {**inputs, **question}, say, answer,
-                                                        reuse=reuse)
+                                                        reuse=reuse, record=taken)
+                if taken:
+                    result["reused"].append(q["name"])
             else:
                 computed_always("run", q["kind"])
                 result["questions"][q["name"]] = answer(say)

@@ -93,8 +93,11 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     common = stage_arguments(data=data, unbinned=unbinned)
     mu_args = stage_arguments(model=m_mu, grid=MU_GRID, tested=MU_TEST, n_iter=SCAN_ITER, **common)
 
+    reused_stages = []
+
     def stage(name, arguments, fn):
-        return lambda say, in_turn=False: reused("xenonnt", name, arguments, say, fn, reuse=reuse)
+        return lambda say, in_turn=False: reused("xenonnt", name, arguments, say, fn, reuse=reuse,
+                                                 record=reused_stages)
 
     stages = {"toys": stage("toys", {**mu_args, "n_toys": n_toys, "fc": fc, "seed": seed},
                             lambda say: _mu_nu_toys(m_mu, data, say, n_toys, fc, key)),
@@ -158,6 +161,8 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
         "n_events": int(np.asarray(data)[:, 1].sum()) if unbinned else int(np.sum(data)),
         "device": str(jax.devices()[0]),
         "jax_version": jax.__version__,
+        # the stages whose results an earlier run computed (nuejax.analyses.reuse)
+        "reused_stages": sorted(reused_stages),
     }
     for name, obj in (("mu_nu_fit", fit_mu), ("mu_nu_scan", mu_scan), ("mu_nu_cls_asymptotic", asym),
                       ("eps_ee_L_scan", sL), ("eps_ee_R_scan", sR)):
