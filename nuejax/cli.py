@@ -571,6 +571,22 @@ def _cmd_limits(args) -> int:
     return 0
 
 
+#: what each kind of entry of the on-disk cache holds (``nuejax cache`` says it beside its count)
+CACHE_KINDS = {
+    "background": "background templates",
+    "calibration": "the Borexino Phase-III response calibration",
+    "cost": "XLA's cost analyses of the fits' objectives",
+    "design": "quasi-random start designs",
+    "index": "the programs each command's last run called, loaded ahead by the next",
+    "phasethree": "Borexino Phase-III model tensors",
+    "program": "exported solver and toy-fit programs",
+    "signal": "reweighted signal tensors",
+    "stage": "the analysis commands' stage results, reused by a later run; --clear --results removes them",
+    "stages": "which stages each command's last run had",
+    "xenonnt": "XENONnT SR0 model tensors",
+}
+
+
 def _cmd_cache(args) -> int:
     from .cache import describe_bytes, cache_info, clear_cache
     from .errors import InputError
@@ -595,12 +611,13 @@ def _cmd_cache(args) -> int:
     if removed is not None:
         what = ("stale " if args.stale else "") + ("stored stage results" if args.results else "entries")
         print(f"removed {removed[0]} {what} ({describe_bytes(removed[1])}) from {info['path']}")
-    print(f"nuejax tensor cache: {info['path']} ({'enabled' if info['enabled'] else 'disabled by NUEJAX_CACHE'})")
+    print(f"nuejax cache: {info['path']} ({'enabled' if info['enabled'] else 'disabled by NUEJAX_CACHE'})")
     print(f"  {info['entries']} entries, {describe_bytes(info['bytes'])}; of this code and environment: "
           f"{info['current_entries']} ({describe_bytes(info['current_bytes'])}); "
           f"stale: {info['entries'] - info['current_entries']}")
     for kind, (n, b) in sorted(info["by_kind"].items()):
-        print(f"  {kind:>10}: {n} entries, {describe_bytes(b)}")
+        what = CACHE_KINDS.get(kind)
+        print(f"  {kind:>10}: {n} entries, {describe_bytes(b)}" + (f"  ({what})" if what else ""))
     if info["temporary_files"]:
         print(f"  {info['temporary_files']} temporary files of writers (running, or killed)")
     print(f"JAX compilation cache: {info['compiled_programs']} programs, {describe_bytes(info['compiled_bytes'])}"
