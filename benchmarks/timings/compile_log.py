@@ -2,7 +2,7 @@
 time by program, with operations dispatched one at a time (eager ``jnp`` steps, each its own small
 program) grouped by the nuejax code that called them.
 
-  python benchmarks/timings/compile_log.py [--out FILE.json] [--top 40] [--set MOD.NAME=VALUE] -- borexino --no-plots --out DIR
+  python benchmarks/timings/compile_log.py [--out FILE.json] [--top 40] [--depth 4] [--set MOD.NAME=VALUE] -- borexino --no-plots --out DIR
 
 The command runs in this process (``nuejax.cli.main``) with JAX's compile log on (float64, the
 package's compilation cache on, as the commands have it); point ``NUEJAX_CACHE_DIR`` at an empty
@@ -30,9 +30,12 @@ _FINISHED = re.compile(r"Finished XLA compilation of (.*?) in ([0-9.e+-]+) sec")
 _STAGE = re.compile(r"\s*\[\d+/\d+\]")
 
 
+DEPTH = 4  # nuejax frames named per caller (--depth)
+
+
 def _caller() -> str:
     frames = [f for f in traceback.extract_stack() if "/nuejax/" in f.filename]
-    return " < ".join(f"{f.filename.split('/nuejax/')[-1]}:{f.lineno}" for f in frames[2:6])
+    return " < ".join(f"{f.filename.split('/nuejax/')[-1]}:{f.lineno}" for f in frames[2:2 + DEPTH])
 
 
 def main(argv=None) -> int:
@@ -41,10 +44,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, metavar="FILE.json")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--depth", type=int, default=DEPTH, help="nuejax frames named per caller (outermost first)")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="set a nuejax constant (a Python literal) before the command runs, e.g. "
                          "nuejax.inference.toys.ONE_PASS_ROWS=0 (repeatable)")
     a = ap.parse_args(own)
+    global DEPTH
+    DEPTH = a.depth
     if not command:
         ap.error("give the nuejax command after --")
     import jax

@@ -49,6 +49,12 @@ for what in "$@"; do
       r xenonnt first 220; r xenonnt reuse 60
       r xenonnt seed1 90 --seed 1; r xenonnt seed1_reuse 60 --seed 1; r xenonnt seed1_recompute 90 --seed 1 --recompute
       rs first 200; rs reuse 60; rs recompute 90 --recompute ;;
+    trace)  # combine's first run with every solver program's full nuejax call chain (compile_log --depth 30)
+      rm -rf /tmp/c_trace; t0=$(date +%s.%N)
+      NUEJAX_CACHE_DIR=/tmp/c_trace timeout 220 python benchmarks/timings/compile_log.py --out "$dir/trace_first.json" \
+        --top 10 --depth 30 -- combine --json --no-plots --out /tmp/o_trace > "$dir/trace_first.txt" 2>&1
+      echo "trace first rc=$? wall=$(python -c "import time; print(round(time.time()-$t0,2))")" >> "$dir/walls.txt"
+      pack ;;
     spec)  # the specification part of partial alone (jsonschema and its dependencies among the wheels)
       pip install -q --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
       rm -rf /tmp/c_spec; rs first 200; rs reuse 60; rs recompute 90 --recompute ;;
