@@ -39,6 +39,7 @@ def _caller() -> str:
 
 
 def main(argv=None) -> int:
+    global DEPTH
     argv = sys.argv[1:] if argv is None else list(argv)
     own, command = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -49,7 +50,6 @@ def main(argv=None) -> int:
                     help="set a nuejax constant (a Python literal) before the command runs, e.g. "
                          "nuejax.inference.toys.ONE_PASS_ROWS=0 (repeatable)")
     a = ap.parse_args(own)
-    global DEPTH
     DEPTH = a.depth
     if not command:
         ap.error("give the nuejax command after --")
