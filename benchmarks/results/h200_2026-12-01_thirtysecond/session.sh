@@ -55,6 +55,22 @@ for what in "$@"; do
         --top 10 --depth 30 -- combine --json --no-plots --out /tmp/o_trace > "$dir/trace_first.txt" 2>&1
       echo "trace first rc=$? wall=$(python -c "import time; print(round(time.time()-$t0,2))")" >> "$dir/walls.txt"
       pack ;;
+    firstab)  # combine's first run, this checkout (warm-ups per mediator model; the combination's
+      # asymptotic CLs from one start) against .ab_before/nuejax (the code before), each on an
+      # empty folder, after first; then one warm run each (--recompute), before first
+      f() { # side label limit [options]
+        local side=$1 label=$2 limit=$3 pre=() t0; shift 3; [ "$side" = before ] && pre=(env PYTHONPATH=$PWD/.ab_before:$PYTHONPATH)
+        t0=$(date +%s.%N)
+        NUEJAX_CACHE_DIR=/tmp/c_ab_$side timeout "$limit" "${pre[@]}" python benchmarks/timings/compile_log.py \
+          --out "$dir/ab_$label.json" --top 10 --depth 30 -- combine --json --no-plots --out "/tmp/o_ab_$label" "$@" \
+          > "$dir/ab_$label.txt" 2>&1
+        echo "ab $label rc=$? wall=$(python -c "import time; print(round(time.time()-$t0,2))")" >> "$dir/walls.txt"
+        cp "/tmp/o_ab_$label/summary.json" "$dir/ab_${label}_summary.json" 2>/dev/null
+        pack
+      }
+      rm -rf /tmp/c_ab_before /tmp/c_ab_after
+      f after after_first 220; f before before_first 220
+      f before before_warm 60 --recompute; f after after_warm 60 --recompute ;;
     spec)  # the specification part of partial alone (jsonschema and its dependencies among the wheels)
       pip install -q --no-deps --target /tmp/site .whl/*.whl 2>/dev/null
       rm -rf /tmp/c_spec; rs first 200; rs reuse 60; rs recompute 90 --recompute ;;
