@@ -950,10 +950,12 @@ def multistart(s: FitProblem, starts=DEFAULT_STARTS, *, max_iter: int = 100, edm
     (a start crawling along a curved valley is often the one that reaches the lowest minimum).
     Where ``s`` fits only some of its model's free parameters, the fit runs the program of all of
     them (:meth:`~nuejax.inference.problem.FitProblem.full`), the others pinned at their values:
-    the fits and scans of one model's parameters of interest then compile one solver program."""
+    the fits and scans of one model's parameters of interest then compile one solver program;
+    so does a problem that fits them in another order (a construction's, its parameters of
+    interest first), its rows and results permuted to the model's order and back."""
     x0s = start_design(s, starts)
     wide = s.full() if not s.fixed_names else s
-    if set(wide.names) == set(s.names):
+    if tuple(wide.names) == tuple(s.names):
         res = solve_continued(s, x0s, max_iter=max_iter, edm_tol=edm_tol)
     else:  # the model's program: the free parameters s does not fit pinned at their values
         idx = np.array([wide.names.index(n) for n in s.names], dtype=int)
