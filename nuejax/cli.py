@@ -312,7 +312,7 @@ def _cmd_xenonnt(args) -> int:
     for curve, d in summary["mediator_limits"].items():
         print(f"{curve}: g < " + ", ".join(f"{m:g} MeV: " + ("-" if g is None else f"{g:.2g}")
                                            for m, g in zip(d["masses_mev"], d["couplings"])))
-    _say_reused(summary["reused_stages"])
+    _print_reused(summary["reused_stages"])
     print(f"wrote {args.out}/summary.json; total {summary['seconds']:.0f} s")
     return 0
 
@@ -418,12 +418,12 @@ def _answer_spec(command: str, args, **kw) -> int:
         return 0
     for name, a in res["questions"].items():
         _print_answer(name, a)
-    _say_reused(res.get("reused"))
+    _print_reused(res.get("reused"))
     print(f"wrote {args.out}/results.json; total {res['seconds']:.0f} s")
     return 0
 
 
-def _say_reused(stages) -> None:
+def _print_reused(stages) -> None:
     """The closing line of a command that reused stored results (nuejax.analyses.reuse)."""
     if stages:
         print(f"reused from the cache (computed by an earlier run): {', '.join(stages)}; --recompute computes them again")
@@ -446,7 +446,7 @@ def _cmd_combine(args) -> int:
     for name, d in list(summary["per_experiment"].items()) + [("combined", summary["combined"])]:
         ul = d["mu_nu_upper_90"]
         print(f"{name:>9}: mu_nu < " + ("(none in range)" if ul is None else f"{ul:.3g}") + " mu_B (90% CL, one-sided q~)")
-    _say_reused(summary["reused_stages"])
+    _print_reused(summary["reused_stages"])
     print(f"wrote {args.out}/summary.json; total {summary['seconds']:.0f} s")
     return 0
 
@@ -481,7 +481,7 @@ def _cmd_borexino(args) -> int:
               f"best fit in {_fmt(summary[f'{name}_interval_90'])}")
         branches = ", ".join(f"{b['value']:.3g} (Δχ² {b['delta_chi2']:.2f})" for b in summary[f"{name}_branches"])
         print(f"    profile minima (branches): {branches}")
-    _say_reused(summary["reused_stages"])
+    _print_reused(summary["reused_stages"])
     print(f"wrote {args.out}/summary.json" + ("" if args.no_plots else ", spectrum.png, cno_profile.png, "
                                                                       "profile_*.png, eps_ee_L_R.png"))
     print(f"total {summary['seconds']:.1f} s")

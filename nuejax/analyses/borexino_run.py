@@ -21,7 +21,7 @@ from ..inference import (DEFAULT_STARTS, goodness_of_fit, newton_fit, one_sided_
                          refine_scan)
 from ..io.borexino import packaged_borexino_cno_profile
 from ._clock import StageClock, with_stages_beside
-from .reuse import reused, stage_arguments
+from .reuse import CommandStages, stage_arguments
 from .borexino import PUBLISHED_CNO, Phase3Choices, borexino_phase3_model, sm_rates, ssm_constrained
 
 __all__ = ["CNO_POINTS", "run_borexino"]
@@ -80,20 +80,15 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
     # each stage's results are reused where an earlier run with the same inputs stored them
     # (nuejax.analyses.reuse): its key holds the model it fits, the data and its own options and grids
     common = stage_arguments(counts=counts, starts=starts)
-
-    reused_stages = []
-
-    def stage(name, arguments, fn):
-        return lambda say, in_turn=False: reused("borexino", name, arguments, say, fn, reuse=reuse,
-                                                 record=reused_stages)
-
-    stages = {"mu": stage("mu", stage_arguments(model=m_ssm, grid=MU_GRID, refine=MU_REFINE, n_iter=SCAN_ITER, **common),
-                          lambda say: _magnetic_moment(m_ssm, counts, say, starts)),
-              "eps": stage("eps", stage_arguments(model=m_ssm, grids=(EPS_L_GRID, EPS_R_GRID, *EPS_2D),
-                                                  n_iter=SCAN_ITER, **common),
-                           lambda say: _nsi(m_ssm, counts, say, starts))}
-    main = stage("fit", stage_arguments(model=model, grid=CNO_GRID, n_toys=n_toys, seed=seed, **common),
-                 lambda say: _fit_profile_gof(model, counts, say, starts, n_toys, seed))
+    staged = CommandStages("borexino", reuse)
+    stages = {"mu": staged.wrap("mu", stage_arguments(model=m_ssm, grid=MU_GRID, refine=MU_REFINE, n_iter=SCAN_ITER,
+                                                      **common),
+                                lambda say, in_turn: _magnetic_moment(m_ssm, counts, say, starts)),
+              "eps": staged.wrap("eps", stage_arguments(model=m_ssm, grids=(EPS_L_GRID, EPS_R_GRID, *EPS_2D),
+                                                        n_iter=SCAN_ITER, **common),
+                                 lambda say, in_turn: _nsi(m_ssm, counts, say, starts))}
+    main = staged.wrap("fit", stage_arguments(model=model, grid=CNO_GRID, n_toys=n_toys, seed=seed, **common),
+                       lambda say, in_turn: _fit_profile_gof(model, counts, say, starts, n_toys, seed))
     (result, cno, gof), out = with_stages_beside(say, lambda: main(say), stages, min_spare=BESIDE_MIN_SPARE)
     cno_profile, published, published_at, cno_iv = _cno_comparison(cno)
     fit_mu, mu_scan, mu_ul, mu_held = out["mu"]
@@ -143,7 +138,7 @@ def run_borexino(out, *, choices: Phase3Choices = Phase3Choices(), n_toys: int =
         "device": str(jax.devices()[0]),
         "jax_version": jax.__version__,
         # the stages whose results an earlier run computed (nuejax.analyses.reuse)
-        "reused_stages": sorted(reused_stages),
+        "reused_stages": sorted(staged.reused),
     }
     if plots:
         _plots(outdir, model, data, result, cno, published, mu_scan, sL, sR, s2)

@@ -36,7 +36,7 @@ from .._internal.placement import host_device
 from .._internal.exported import settle_ahead
 from .borexino import Phase3Choices, borexino_phase3_model, phase3_calibration, ssm_constrained
 from .mediators import mediator_curves, plot_mediator_curves, prepare_mediator_curves
-from .reuse import is_stored, reused, stage_arguments
+from .reuse import CommandStages, is_stored, stage_arguments
 from .xenonnt import xenonnt_sr0_model
 
 __all__ = ["BESIDE_MIN_SPARE", "BESIDE_ON_CPU", "EPS_GRID", "MASSES", "MEDIATOR_GRID", "MU_GRID", "SHARED", "run_combine"]
@@ -80,7 +80,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
     # stage otherwise began by building them once stage 1 had ended)
     early = {}
     keys = {}  # each stage's key (nuejax.analyses.reuse); the mediator stage's from the calibration
-    reused_stages = []  # the stages whose results an earlier run computed
+    staged = CommandStages("combine", reuse)
 
     def start_mediator_models(calibration):
         # the mediator stage builds its models from the calibration, with the packaged data
@@ -133,19 +133,15 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         # while another thread compiles, so a CPU runs them in turn. Warning filters as in
         # nuejax.analyses.xenonnt_run: only this thread sets them, in one block left only once every
         # stage has ended.
-        def stage(name, fn):
-            return lambda say, in_turn=False: reused("combine", name, keys[name], say,
-                                                     lambda say: fn(say, in_turn), reuse=reuse, record=reused_stages)
-
-        stages = {"eps": in_turn_after_builds(stage("eps", lambda say, in_turn: _eps_regions(models, data, eps, say,
-                                                                                             in_turn))),
-                  "med": in_turn_after_builds(stage("med", lambda say, in_turn: _mediator_curves(
+        stages = {"eps": in_turn_after_builds(staged.wrap("eps", keys["eps"], lambda say, in_turn: _eps_regions(
+                      models, data, eps, say, in_turn))),
+                  "med": in_turn_after_builds(staged.wrap("med", keys["med"], lambda say, in_turn: _mediator_curves(
                       data, masses, calibration, say, in_turn, early.get("med"))))}
+        mu_stage = staged.wrap("mu", keys["mu"], lambda say, in_turn: _mu_nu(models, data, say))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            (per, scans, expected), done = with_stages_beside(
-                say, lambda: stage("mu", lambda say, in_turn: _mu_nu(models, data, say))(say), stages,
-                min_spare=BESIDE_MIN_SPARE, allowed=_beside_allowed())
+            (per, scans, expected), done = with_stages_beside(say, lambda: mu_stage(say), stages,
+                                                              min_spare=BESIDE_MIN_SPARE, allowed=_beside_allowed())
     finally:
         builds_ended()
         wait(warming)
@@ -172,7 +168,7 @@ def run_combine(out, *, eps: bool = True, masses=MASSES, plots: bool = True, pro
         "eps_grid": [g.tolist() for g in EPS_GRID],
         "device": str(jax.devices()[0]),
         "jax_version": jax.__version__,
-        "reused_stages": sorted(reused_stages),
+        "reused_stages": sorted(staged.reused),
     }
     for name, s in scans.items():
         s.save(outdir / f"mu_nu_scan_{name}.json")

@@ -47,7 +47,7 @@ from ..cache import (REUSE_SWITCH, CacheWarning, argument_key, cache_enabled, en
 from ..inference.results import (CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
                                  ImpactsResult, Scan2DResult, ScanResult)
 
-__all__ = ["ENV_SWITCH", "KIND", "RunStages", "StageRecorder", "computed_always", "decode", "encode", "is_stored",
+__all__ = ["CommandStages", "ENV_SWITCH", "KIND", "RunStages", "StageRecorder", "computed_always", "decode", "encode", "is_stored",
            "reuse_enabled", "reused", "stage_arguments", "stages_of_run"]
 
 #: the cache kind of the stored stages (file names ``stage-<command>_<stage>-<key>.npz``)
@@ -64,6 +64,7 @@ def reuse_enabled() -> bool:
     Raises:
         InputError: a value of ``$NUEJAX_REUSE`` that is neither on nor off (names it)."""
     return cache_enabled() and env_switch(ENV_SWITCH)
+
 
 _RESULTS = {c.__name__: c for c in (CLsResult, CoverageResult, FeldmanCousinsResult, FitResult, GoodnessOfFit,
                                     ImpactsResult, Scan2DResult, ScanResult)}
@@ -153,6 +154,7 @@ def stage_arguments(**arguments) -> dict:
     Empty where reuse is off (:func:`reuse_enabled`: no key is made, no array copied to the host)."""
     if not reuse_enabled():
         return {}
+
     def keyable(v):
         if v is None or isinstance(v, (bool, int, float, str, np.ndarray, np.generic, jax.Array)):
             return v
@@ -171,7 +173,12 @@ def stage_arguments(**arguments) -> dict:
 def is_stored(command: str, stage: str, arguments: dict) -> bool:
     """Whether :func:`reused` would find the stage in the cache now (its file exists; not read):
     a command skips the work it would do ahead for a stage it will not compute."""
-    return reuse_enabled() and is_cached(KIND, f"{command}-{stage}", {**arguments, "environment": _environment()})
+    return reuse_enabled() and is_cached(KIND, f"{command}-{stage}", _keyed(arguments))
+
+
+def _keyed(arguments: dict) -> dict:
+    """A stage's arguments as its key holds them: with :func:`_environment`."""
+    return {**arguments, "environment": _environment()}
 
 
 class StageRecorder:
@@ -305,7 +312,7 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
     if not reuse_enabled():
         return compute(say)
     label = f"{command}-{stage}"
-    arguments = {**arguments, "environment": _environment()}
+    arguments = _keyed(arguments)
     try:
         key = argument_key(KIND, arguments)
     except TypeError:  # an argument that cannot be hashed: computed (and not stored, which warns below)
@@ -346,3 +353,19 @@ def reused(command: str, stage: str, arguments: dict, say, compute, *, reuse: bo
             warnings.warn(f"nuejax cache: stage {label} could not be stored (an argument that cannot be hashed, "
                           "or a folder that cannot be written)", CacheWarning, stacklevel=2)
     return value
+
+
+class CommandStages:
+    """The stages of one run of a command: :meth:`wrap` makes each a stage as
+    :func:`~nuejax.analyses._clock.with_stages_beside` runs it, computed or reused (:func:`reused`);
+    ``reused`` lists the names of those reused (the summaries' ``reused_stages``)."""
+
+    def __init__(self, command: str, reuse: bool = True):
+        self.command, self.reuse = command, reuse
+        self.reused: list[str] = []
+
+    def wrap(self, name: str, arguments: dict, fn):
+        """``fn(say, in_turn)`` as the stage ``name`` with the key ``arguments``
+        (:func:`stage_arguments`): ``stage(say, in_turn=False)``."""
+        return lambda say, in_turn=False: reused(self.command, name, arguments, say, lambda say: fn(say, in_turn),
+                                                 reuse=self.reuse, record=self.reused)

@@ -39,7 +39,7 @@ from ..inference import cls_upper_limit, fit, profile_scan
 from ..model.fast import fast_model
 from .mediators import MEDIATOR_MASSES, mediator_curves, plot_mediator_curves
 from ._clock import StageClock, with_stages_beside
-from .reuse import reused, stage_arguments
+from .reuse import CommandStages, stage_arguments
 from .xenonnt import xenonnt_sr0_model
 
 __all__ = ["MU_GRID", "run_xenonnt"]
@@ -93,24 +93,19 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
     common = stage_arguments(data=data, unbinned=unbinned)
     mu_args = stage_arguments(model=m_mu, grid=MU_GRID, tested=MU_TEST, n_iter=SCAN_ITER, **common)
 
-    reused_stages = []
-
-    def stage(name, arguments, fn):
-        return lambda say, in_turn=False: reused("xenonnt", name, arguments, say, fn, reuse=reuse,
-                                                 record=reused_stages)
-
-    stages = {"toys": stage("toys", {**mu_args, "n_toys": n_toys, "fc": fc, "seed": seed},
-                            lambda say: _mu_nu_toys(m_mu, data, say, n_toys, fc, key)),
-              "eps": stage("eps", stage_arguments(model=model, grids=(EPS_L_GRID, EPS_R_GRID), n_iter=SCAN_ITER,
-                                                  **common),
-                           lambda say: _nsi(model, data, say)),
+    staged = CommandStages("xenonnt", reuse)
+    stages = {"toys": staged.wrap("toys", {**mu_args, "n_toys": n_toys, "fc": fc, "seed": seed},
+                                  lambda say, in_turn: _mu_nu_toys(m_mu, data, say, n_toys, fc, key)),
+              "eps": staged.wrap("eps", stage_arguments(model=model, grids=(EPS_L_GRID, EPS_R_GRID), n_iter=SCAN_ITER,
+                                                        **common),
+                                 lambda say, in_turn: _nsi(model, data, say)),
               # the mediator stage builds its models: where they are built (placement) joins its key
-              "med": stage("med", {**common, "masses": masses, "build_on_host": host_device() is not None},
-                           lambda say: _mediators(unbinned, data, masses, say))}
+              "med": staged.wrap("med", {**common, "masses": masses, "build_on_host": host_device() is not None},
+                                 lambda say, in_turn: _mediators(unbinned, data, masses, say))}
+    mu_stage = staged.wrap("mu", mu_args, lambda say, in_turn: _mu_nu(m_mu, data, say))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        mu, out = with_stages_beside(say, lambda: stage("mu", mu_args, lambda say: _mu_nu(m_mu, data, say))(say),
-                                     stages, min_spare=BESIDE_MIN_SPARE)
+        mu, out = with_stages_beside(say, lambda: mu_stage(say), stages, min_spare=BESIDE_MIN_SPARE)
     fit_mu, mu_scan, asym, q_limit = mu
     toys, fc_res = out["toys"]
     fit_eps, sL, sR, iL, iR = out["eps"]
@@ -162,7 +157,7 @@ def run_xenonnt(out, *, n_toys: int = 100, unbinned: bool = False, plots: bool =
         "device": str(jax.devices()[0]),
         "jax_version": jax.__version__,
         # the stages whose results an earlier run computed (nuejax.analyses.reuse)
-        "reused_stages": sorted(reused_stages),
+        "reused_stages": sorted(staged.reused),
     }
     for name, obj in (("mu_nu_fit", fit_mu), ("mu_nu_scan", mu_scan), ("mu_nu_cls_asymptotic", asym),
                       ("eps_ee_L_scan", sL), ("eps_ee_R_scan", sR)):
