@@ -209,18 +209,16 @@ def programs_ahead(name: str, options: dict) -> int:
     programs that the last run of ``name`` with ``options`` called (:func:`programs_of_run`), in
     the order it first called them. Returns how many were started (0 with the cache or this part
     off, ``NUEJAX_AHEAD`` off, no core to spare or no run remembered)."""
-    from ..cache import env_switch, load_entry
+    from ..cache import env_switch
     from .ahead import ENV_AHEAD, spare_cores
 
     if not exported_enabled() or not env_switch(ENV_AHEAD) or spare_cores() < 1:
         return 0
-    index = load_entry("index", str(name), _index_arguments(name, options))
-    if index is None:
-        return 0
     try:
-        programs = json.loads(np.asarray(index["programs"]).tobytes().decode())
-        programs = [(str(t), dict(a), [bool(w) for w in weak]) for t, a, weak in programs]
+        programs = [(str(t), dict(a), [bool(w) for w in weak]) for t, a, weak in _last_programs(name, options)]
     except Exception:  # noqa: BLE001 - an index of another layout: as if there were none
+        return 0
+    if not programs:
         return 0
     pool = ThreadPoolExecutor(max_workers=min(AHEAD_WORKERS, spare_cores()), thread_name_prefix="nuejax-programs")
     x64, device, started = bool(jax.config.jax_enable_x64), jax.config.jax_default_device, 0
@@ -249,6 +247,20 @@ def settle_ahead() -> None:
             ahead.exception()  # waits; a load's failure is the caller's to meet (it loads in place)
 
 
+def _last_programs(name: str, options: dict) -> list:
+    """The programs the last run of ``name`` with ``options`` called, as its index holds them
+    (JSON lists ``[tag, arguments, weak types]``; [] where there is none or it cannot be read)."""
+    from ..cache import load_entry
+
+    index = load_entry("index", str(name), _index_arguments(name, options))
+    if index is None:
+        return []
+    try:
+        return list(json.loads(np.asarray(index["programs"]).tobytes().decode()))
+    except Exception:  # noqa: BLE001 - an index of another layout: as if there were none
+        return []
+
+
 @contextmanager
 def programs_of_run(name: str, options: dict, merge=lambda: False):
     """Around a run (a command ``name`` with ``options``, JSON-encodable): load ahead what its
@@ -259,7 +271,7 @@ def programs_of_run(name: str, options: dict, merge=lambda: False):
     then are dropped; the process still waits at its exit for those running (up to
     :data:`AHEAD_WORKERS`, a few seconds)."""
     global _RUN
-    from ..cache import load_entry, store_entry
+    from ..cache import store_entry
 
     with _LOCK:
         _RUN = {}
@@ -274,16 +286,11 @@ def programs_of_run(name: str, options: dict, merge=lambda: False):
         for ahead in pending:  # loads not started: not needed by this run after all
             ahead.cancel()
         if used and exported_enabled():
-            arguments = _index_arguments(name, options)
             if merge():
-                last = load_entry("index", str(name), arguments)
-                try:
-                    before = [] if last is None else json.loads(np.asarray(last["programs"]).tobytes().decode())
-                except Exception:  # noqa: BLE001 - an index of another layout: as if there were none
-                    before = []
+                before = _last_programs(name, options)
                 seen = {json.dumps(p, sort_keys=True) for p in before}
                 used = before + [p for p in used if json.dumps(p, sort_keys=True) not in seen]
-            store_entry("index", str(name), arguments,
+            store_entry("index", str(name), _index_arguments(name, options),
                         {"programs": np.frombuffer(json.dumps(used).encode(), dtype=np.uint8)})
 
 
