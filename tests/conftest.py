@@ -33,21 +33,24 @@ enable_compilation_cache()
 
 import pytest  # noqa: E402
 
-#: Test modules that take minutes (default suite and slow job on 2 cores, 2026-11-27/28: the
-#: slow job's end-to-end commands 300-500 s each, tests/test_multidevice.py 200-370 s), collected
-#: first, longest first: pytest-xdist (--dist loadscope) hands modules out in collection order, so
-#: a long module collected last ran alone at the end while the other worker idled (the default
-#: suite's last 5 minutes). The rest keep their order.
-LONG_MODULES = ("test_general_physics.py", "test_borexino_analysis.py", "test_combine.py", "test_spec.py",
-                "test_limits.py", "test_limits_command.py", "test_fc_table.py", "test_xenonnt.py", "test_closure.py",
-                "test_model_equivalence.py",
-                "test_multidevice.py", "test_global_minima.py", "test_atomic.py", "test_spectra.py",
-                "test_floating_response.py", "test_mean_grid.py", "test_no_hang.py")
+
+def pytest_configure(config):
+    # pytest-xdist >= 3.6 hands out --dist loadscope's modules by their number of tests, most
+    # first, unless told not to: then the order below is lost (2026-12-01: test_multidevice, one
+    # test of 63 s, started at 261 s and one worker idled its last 50 s)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(config, items):
-    rank = {name: i for i, name in enumerate(LONG_MODULES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable
+    """Modules longest first (tests/module_seconds.py, the default suite's or the slow job's
+    column): pytest-xdist (--dist loadscope) hands modules out in collection order, so a long
+    module collected last ran alone at the end while the other worker idled. A module's tests keep
+    their order."""
+    from module_seconds import seconds
+
+    job = "slow" if config.getoption("markexpr") == "slow" else "default"
+    items.sort(key=lambda item: -seconds(item.path.name, job))  # stable
 
 
 @pytest.fixture(autouse=True, scope="module")
