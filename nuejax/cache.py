@@ -195,7 +195,7 @@ def environment() -> dict:
     """The versions and machine an entry was computed with (part of :func:`fingerprint`). XLA's
     flags are part of it, except on the CPU backend two kinds that change no entry there:
 
-    * its ``--xla_gpu_*`` flags: the commands add two of them (``nuejax.cli.GPU_XLA_FLAGS``), so
+    * its ``--xla_gpu_*`` flags: the commands add two of them (``nuejax.runtime.GPU_XLA_FLAGS``), so
       that a model a command cached on the CPU is the entry the Python API finds too (and the
       reverse);
     * ``--xla_force_host_platform_device_count`` (virtual CPU devices): entries are computed on

@@ -3,8 +3,8 @@
 The CLI opts in to float64 explicitly (``nuejax.enable_x64()``) before building anything, and
 switches on JAX's persistent compilation cache in the package's cache folder
 (:func:`nuejax.cache.enable_compilation_cache`; ``NUEJAX_COMPILATION_CACHE=0`` keeps it off);
-on GPUs it switches XLA's Triton GEMMs and its autotuner off (:data:`GPU_XLA_FLAGS`) and JAX's
-reservation of most of the GPU's memory at start (:data:`GPU_ENVIRONMENT`), unless the user set them.
+on GPUs it switches XLA's Triton GEMMs and its autotuner off and JAX's reservation of most of the
+GPU's memory at start, unless the user set them (:func:`nuejax.runtime.gpu_settings`).
 Every numeric option must be finite; commands that write files write them into ``nuejax_output/``
 of the current folder unless ``--out DIR`` (alias ``--outdir``) says otherwise. The magnetic
 moment ``--mu-nu`` is in units of 1e-11 Bohr magnetons, like everywhere in nuejax.
@@ -16,12 +16,12 @@ import argparse
 import contextlib
 import json
 import math
-import os
 import sys
 import time
 
 from . import __version__
 from .precision import enable_x64
+from .runtime import gpu_settings
 
 __all__ = ["DEFAULT_OUT", "build_parser", "main"]
 
@@ -744,44 +744,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: XLA flags the commands add on GPUs (each unless the user set it, either value):
-#:
-#: * ``--xla_gpu_enable_triton_gemm=false``: with XLA's Triton GEMMs on, compiling the xenon
-#:   model's profile scans failed on an H100 ("INTERNAL: No candidates could be compiled": the
-#:   float64 Triton GEMM autotuner, on the response's Hessian contraction; JAX 0.11.2, 2026-11-26),
-#:   so `nuejax xenonnt` and `nuejax combine` stopped there; cuBLAS does these contractions instead.
-#: * ``--xla_gpu_autotune_level=0``: XLA's autotuner timed every candidate kernel of the large
-#:   batched toy-fit programs: compiling `nuejax xenonnt`'s toy fits took 120 s for 2048 rows
-#:   (107 s for 16384), 7.6 s without it, and the launch ran in 0.76 s instead of 0.73 s (one
-#:   H100, JAX 0.11.2, 2026-11-27, ``benchmarks/probes/toy_kernel_compile_probe.py``). A command's
-#:   first run is mostly compilation; the 5 % it may cost a launch is the smaller bill.
-GPU_XLA_FLAGS = ("--xla_gpu_enable_triton_gemm=false", "--xla_gpu_autotune_level=0")
-#: Environment the commands set where the user has not (JAX reads it when its GPU backend starts):
-#:
-#: * ``XLA_PYTHON_CLIENT_PREALLOCATE=false``: JAX reserves 75 % of a GPU's memory at the first
-#:   transfer, which took 1.7-1.8 s on an H200 (141 GB) in every process, against nothing with
-#:   the reservation off; a warm ``nuejax borexino`` took 10.1, 10.8 s instead of 12.6, 13.2 s,
-#:   and toy fits ran at 9.23e4 /s against 9.29e4 /s with it (2026-11-29, JAX 0.11.2;
-#:   benchmarks/NOTES.md). Memory is then taken as the programs need it.
-GPU_ENVIRONMENT = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-
-
-def _gpu_settings() -> None:
-    """Add each of :data:`GPU_XLA_FLAGS` to ``XLA_FLAGS`` unless the user set that flag (either
-    value), and each variable of :data:`GPU_ENVIRONMENT` that the user has not set; before JAX
-    starts its backends, which read them once. On the CPU they have no effect."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    for flag in GPU_XLA_FLAGS:
-        if flag.split("=")[0] not in flags:
-            flags = (flags + " " + flag).strip()
-    os.environ["XLA_FLAGS"] = flags
-    for name, value in GPU_ENVIRONMENT.items():
-        os.environ.setdefault(name, value)
-
-
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    _gpu_settings()
+    gpu_settings()  # before JAX starts its backends, which read them once
     enable_x64()
     from .cache import REUSE_SWITCH, enable_compilation_cache, env_switch
     from .errors import InputError

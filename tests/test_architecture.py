@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1] / "nuejax"
 #: below, never above. ``plotting`` sits above ``inference`` (it draws its results), the analyses,
 #: validation and the demo above both, the command line on top.
 LAYERS = [
-    {"_internal", "errors", "constants", "precision", "cache"},
+    {"_internal", "errors", "constants", "precision", "runtime", "cache"},
     {"physics"},
     {"detector", "reweighting"},
     {"io"},

@@ -614,13 +614,13 @@ def test_cache_command_reports_and_clears_compiled_programs(tmp_path, monkeypatc
 
 
 def test_the_commands_gpu_flags_do_not_change_the_key_on_the_cpu(monkeypatch):
-    """`nuejax` commands add XLA's GPU flags to XLA_FLAGS (nuejax.cli.GPU_XLA_FLAGS), also when
+    """`nuejax` commands add XLA's GPU flags to XLA_FLAGS (nuejax.runtime.GPU_XLA_FLAGS), also when
     called in a Python process: on the CPU backend, where they change nothing, an entry's key must
     not see them (a worker that ran `main` in-process and then a subprocess keyed the same model
     differently, and built it again); any other flag stays part of it."""
     import jax
 
-    from nuejax.cli import GPU_XLA_FLAGS
+    from nuejax.runtime import GPU_XLA_FLAGS
 
     if jax.default_backend() != "cpu":
         pytest.skip("the GPU flags are part of the key on a GPU")

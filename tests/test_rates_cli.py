@@ -1,7 +1,6 @@
 """`nuejax rates`: JSON contract, options, errors, and the SM rates against the literature."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -155,20 +154,3 @@ def test_mu_nu_help_states_the_unit(capsys):
     with pytest.raises(SystemExit):
         main(["rates", "--help"])
     assert "units of 1e-11 Bohr magnetons" in " ".join(capsys.readouterr().out.split())
-
-
-def test_gpu_settings_are_added_unless_the_user_set_them(monkeypatch):
-    from nuejax import cli
-
-    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/x")
-    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
-    cli._gpu_settings()
-    flags = os.environ["XLA_FLAGS"].split()
-    assert "--xla_gpu_autotune_level=4" in flags and "--xla_gpu_autotune_level=0" not in flags
-    assert "--xla_gpu_enable_triton_gemm=false" in flags and "--xla_dump_to=/tmp/x" in flags
-    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
-    monkeypatch.delenv("XLA_FLAGS")
-    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE")
-    cli._gpu_settings()
-    assert os.environ["XLA_FLAGS"].split() == list(cli.GPU_XLA_FLAGS)
-    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"

@@ -5,7 +5,7 @@ and its first stage (calibration and model, loaded from the on-disk cache), unde
 
 Run it after a ``nuejax borexino`` run has filled the cache folder (``NUEJAX_CACHE_DIR``).
 Prints the import time and the stage's time, and the stage's profile by cumulative time. Sets
-``XLA_FLAGS`` as the commands do (``nuejax.cli.GPU_XLA_FLAGS``: on a GPU they are part of the
+``XLA_FLAGS`` as the commands do (``nuejax.runtime.GPU_XLA_FLAGS``: on a GPU they are part of the
 cache's key, and without them the stage would build instead of loading).
 """
 import argparse
@@ -19,7 +19,7 @@ import time
 t_start = time.perf_counter()
 import os  # noqa: E402
 
-from nuejax.cli import GPU_XLA_FLAGS  # noqa: E402  (XLA reads XLA_FLAGS when its backends start)
+from nuejax.runtime import GPU_XLA_FLAGS  # noqa: E402  (XLA reads XLA_FLAGS when its backends start)
 
 os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *GPU_XLA_FLAGS]).strip()
 import nuejax  # noqa: E402

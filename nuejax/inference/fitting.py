@@ -23,6 +23,7 @@ import numpy as np
 from ..cache import cached, treedef_digest
 from .._internal.exported import persistent
 from ..model.likelihood import BinnedPoisson, poisson_nll
+from ..runtime import warn_if_autotuning
 from .newton import STATUS, kkt, minimize_bounded, snap_to_bounds
 from .newton import scale as newton_scale
 from .problem import FitProblem, Pins, pin_penalty
@@ -304,6 +305,7 @@ def compiled_solver(max_iter: int, edm_tol: float, batch: str):
     :func:`row_solver` instead."""
     if batch not in ("data", "data_aux"):
         raise ValueError(f"batch must be 'data' or 'data_aux', got {batch!r} (one data set: row_solver)")
+    warn_if_autotuning()  # a GPU without nuejax.gpu_settings(): minutes per program
     one = functools.partial(_solve, max_iter=max_iter, edm_tol=edm_tol)
 
     def on_data(problem, data, aux, fixed, x0):
@@ -331,6 +333,8 @@ def row_solver():
     structure, so a model's fits, profile errors, refits and scans run one compiled program
     (:func:`solve_rows`; XLA compiles a solver program in 4-7 s on 2 cores). Rows run side by
     side (``vmap``), or one after another on the CPU (:func:`over_rows`)."""
+    warn_if_autotuning()  # a GPU without nuejax.gpu_settings(): minutes per program
+
     def one(problem, fixed, x0, max_iter, edm_tol):
         return _solve(problem, fixed, x0, max_iter=max_iter, edm_tol=edm_tol)
 

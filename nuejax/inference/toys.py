@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._internal.exported import persistent
+from ..runtime import warn_if_autotuning
 from .fitting import costly_objective, distinct_rows, hessian_route, objective, over_rows, value_grad_hessian
 from .newton import minimize_bounded
 from .problem import FitProblem, Pins, flatten_aux, pin_penalty
@@ -197,6 +198,7 @@ def compiled_toy_fits(max_iter: int, edm_tol: float, parts: int, resample: tuple
     :func:`toy_starts`). ``mesh``: rows split over its devices, each device running its own rows
     (:func:`_shard_rows`). On accelerators the kernels are kept across processes
     (:func:`_kept`; on a mesh of GPUs, for that mesh)."""
+    warn_if_autotuning()  # a GPU without nuejax.gpu_settings(): minutes per program
     opts = dict(resample=resample, parts=parts, max_iter=max_iter, edm_tol=edm_tol, asimov=asimov)
     row = over_rows(functools.partial(_row, **opts), (None, 0, 0, 0, 0, 0, None),
                     functools.partial(_costly_row, resample=resample, parts=parts, asimov=asimov))
