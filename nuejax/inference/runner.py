@@ -296,6 +296,10 @@ def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
     n = len(next(iter(rows.values())))
     n_dev = mesh.devices.size
     sharding = NamedSharding(mesh, PartitionSpec("rows"))
+    # On one device the rows stay on the default device, uncommitted, as a kept kernel's program
+    # was compiled for (nuejax._internal.exported): rows placed by a one-device NamedSharding made
+    # the toy kernel compile a second time, 9 s of `nuejax xenonnt`'s first run on an H200.
+    place = (lambda a: jax.device_put(a, sharding)) if n_dev > 1 else jnp.asarray
     outs = []
     a = 0
     while a < n:
@@ -303,7 +307,7 @@ def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
         part = {k: v[a:a + step] for k, v in rows.items()}
         m = len(next(iter(part.values())))
         try:
-            part = {k: jax.device_put(pad_rows(jnp.asarray(v), step), sharding) for k, v in part.items()}
+            part = {k: place(pad_rows(jnp.asarray(v), step)) for k, v in part.items()}
             res = kernel(part)
             outs.append({k: np.asarray(v)[:m] for k, v in res.items()})
         except Exception as err:  # JAX raises its runtime error type, which moved between versions
