@@ -3,15 +3,16 @@
 XLA reads ``XLA_FLAGS`` and JAX the ``XLA_PYTHON_CLIENT_*`` variables once, when JAX starts its
 backends (at the first array or computation, not at ``import jax``), so they are process settings:
 nuejax never changes them behind your back. The ``nuejax`` commands apply them first thing; in
-Python, call :func:`gpu_settings` once before anything runs on JAX (it sets what you have not set
-yourself). On the CPU they change nothing.
+Python, call :func:`gpu_settings` before anything runs on JAX (in a notebook: in the first cell;
+where JAX has run already, restart the kernel). It sets what you have not set yourself; on the CPU
+they have no effect on any computation.
 
 Without them XLA's GPU autotuner times every candidate kernel of each new solver program: on one
 H200 (JAX 0.11.2, 2026-12-01) compiling the fit program of the XENONnT model took 124 s, and the
 toy-fit program of its CLs construction (4096 rows) had not finished compiling after a further
-90 s; with them the same programs compile in 2-8 s (benchmarks/NOTES.md, "Library users on a
-GPU"). :func:`warn_if_autotuning` says so, once per process, where a solver program is about to be
-compiled on a GPU without them.
+88 s; with them these programs compiled in 3.3-9.3 s (benchmarks/NOTES.md, "Python users on a
+GPU"). :func:`warn_if_autotuning` says so, once per process, where a solver program is made on a
+GPU without them.
 """
 
 from __future__ import annotations
@@ -61,14 +62,13 @@ def gpu_settings() -> dict:
 
     Returns what it set (``{"XLA_FLAGS": ..., ...}``; empty where everything was set already).
     Where JAX's backends have started already and a GPU is among them, nothing it sets takes
-    effect in this process: it warns (``RuntimeWarning``) and names what is missing."""
+    effect in this process: it warns (``RuntimeWarning``) and names what is missing. Flags that
+    ``XLA_FLAGS`` reads from a ``--flagfile`` are not seen: with one, put these in the file."""
+    global _too_late
     changed = {}
-    flags = os.environ.get("XLA_FLAGS", "")
-    for flag in GPU_XLA_FLAGS:
-        if flag.split("=")[0] not in flags:
-            flags = (flags + " " + flag).strip()
-    if flags != os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = changed["XLA_FLAGS"] = flags
+    missing = autotuner_flags_missing()
+    if missing:
+        os.environ["XLA_FLAGS"] = changed["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *missing]).strip()
     for name, value in GPU_ENVIRONMENT.items():
         if name not in os.environ:
             os.environ[name] = changed[name] = value
@@ -76,26 +76,48 @@ def gpu_settings() -> dict:
         import jax
 
         if any(d.platform == "gpu" for d in jax.devices()):
-            warnings.warn("nuejax.gpu_settings(): JAX's backends have started already, so this process keeps the "
-                          f"settings it started with; without {sorted(changed)} as set now, compiling a fit on the GPU "
-                          "can take minutes. Call it first thing (before any JAX computation), or set them in the "
-                          "environment before Python starts", RuntimeWarning, stacklevel=2)
+            _too_late = _too_late or bool(missing)
+            late = list(missing) + [f"{k}={v}" for k, v in changed.items() if k != "XLA_FLAGS"]
+            warnings.warn("nuejax.gpu_settings() came too late: JAX has started on this GPU already and keeps the "
+                          f"settings it started with, so {' '.join(late)} take no effect in this process"
+                          + (" (each new fit program may compile for minutes)" if missing else "")
+                          + ". Restart the process (in a notebook: the kernel) and call it first, before any JAX "
+                          "computation, or set them in the environment before Python starts",
+                          RuntimeWarning, stacklevel=_stacklevel())
     return changed
 
 
 def autotuner_flags_missing() -> tuple:
-    """The flags of :data:`GPU_XLA_FLAGS` that ``XLA_FLAGS`` does not set (either value)."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    return tuple(f for f in GPU_XLA_FLAGS if f.split("=")[0] not in flags)
+    """The flags of :data:`GPU_XLA_FLAGS` that ``XLA_FLAGS`` does not set (either value; flags
+    are separated by white space, as XLA reads them)."""
+    named = {item.split("=", 1)[0] for item in os.environ.get("XLA_FLAGS", "").split()}
+    return tuple(f for f in GPU_XLA_FLAGS if f.split("=", 1)[0] not in named)
 
 
 _warned = False
+#: set where :func:`gpu_settings` found JAX started on a GPU without its flags: the environment
+#: holds them now, but this process does not run with them
+_too_late = False
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _stacklevel() -> int:
+    """The ``stacklevel`` of a warning raised by the caller of this function that points at the
+    first frame outside nuejax (the user's line)."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def warn_if_autotuning(backend: str | None = None) -> None:
     """Warn once per process (``RuntimeWarning``) where the default backend (or ``backend``) is a
-    GPU and ``XLA_FLAGS`` lacks flags of :data:`GPU_XLA_FLAGS`: each solver program then compiles
-    for minutes (module docstring). Called where a solver or toy-fit program is made."""
+    GPU and this process runs without flags of :data:`GPU_XLA_FLAGS`: each solver program then
+    compiles for minutes (module docstring). Without them means: ``XLA_FLAGS`` lacks them, or
+    :func:`gpu_settings` set them after JAX had started. Called where a solver or toy-fit program
+    is made; the warning points at the first line outside nuejax."""
     global _warned
     if _warned:
         return
@@ -105,11 +127,13 @@ def warn_if_autotuning(backend: str | None = None) -> None:
         backend = jax.default_backend()
     if backend != "gpu":
         return
-    missing = autotuner_flags_missing()
+    missing = GPU_XLA_FLAGS if _too_late else autotuner_flags_missing()
     if missing:
         _warned = True
-        warnings.warn(f"XLA_FLAGS lacks {' '.join(missing)} on this GPU: XLA's autotuner then times every "
+        how = ("nuejax.gpu_settings() was called after JAX had started: restart the process (in a notebook: the "
+               "kernel) and call it first, before any JAX computation" if _too_late else
+               "call nuejax.gpu_settings() first thing in the process (in a notebook: the first cell, before any "
+               "JAX computation), or set XLA_FLAGS before Python starts")
+        warnings.warn(f"this process runs on a GPU without {' '.join(missing)}: XLA's autotuner then times every "
                       "candidate kernel of each new fit program, and compiling one took 124 s on an H200 instead "
-                      "of 2-8 s. Call nuejax.gpu_settings() first thing in the process (before any JAX "
-                      "computation), or set XLA_FLAGS before Python starts (nuejax.runtime)", RuntimeWarning,
-                      stacklevel=3)
+                      f"of 3-9 s. To avoid it, {how} (nuejax.runtime)", RuntimeWarning, stacklevel=_stacklevel())

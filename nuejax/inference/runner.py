@@ -296,10 +296,11 @@ def _launch(kernel, rows: dict, mesh: Mesh, per_launch: int) -> tuple:
     n = len(next(iter(rows.values())))
     n_dev = mesh.devices.size
     sharding = NamedSharding(mesh, PartitionSpec("rows"))
-    # On one device the rows stay on the default device, uncommitted, as a kept kernel's program
+    # On one device, the default one, the rows stay there uncommitted, as a kept kernel's program
     # was compiled for (nuejax._internal.exported): rows placed by a one-device NamedSharding made
     # the toy kernel compile a second time, 9 s of `nuejax xenonnt`'s first run on an H200.
-    place = (lambda a: jax.device_put(a, sharding)) if n_dev > 1 else jnp.asarray
+    default = n_dev == 1 and mesh.devices.flat[0] in jnp.zeros(()).devices()
+    place = jnp.asarray if default else (lambda a: jax.device_put(a, sharding))
     outs = []
     a = 0
     while a < n:
