@@ -413,3 +413,62 @@ def test_combine_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch)
     with pytest.raises(RuntimeError, match="stage 1 failed"):
         combine_run.run_combine(tmp_path, plots=False)
     assert [k for k, *_ in calls] == ["med_models"]  # its 0.1 s build ended before the error left
+
+
+def _seeded_scan_case(shared):
+    """Two line models (one at twice the exposure) combined with ``shared``, their own 2-D scans of
+    (s, m), the combination's global fit, plain scan, seeds and lower bound."""
+    from nuejax.inference import newton_fit, profile_scan_2d
+
+    ma, mb = line_model(1.0), line_model(2.0)
+    da = np.asarray(ma.pseudo_data(jax.random.PRNGKey(1), ma.parameters.defaults()))
+    db = np.asarray(mb.pseudo_data(jax.random.PRNGKey(2), mb.parameters.defaults()))
+    xs, ys = np.linspace(10.0, 60.0, 4), np.linspace(3.0, 5.0, 3)
+    names = ("s", "m")
+    parts = {}
+    for lab, m, d in (("a", ma, da), ("b", mb, db)):
+        parts[lab] = profile_scan_2d(m, d, names, xs, ys, global_fit=newton_fit(m, d, one_sided=False))
+        assert parts[lab].profiled == ("b",) and parts[lab].profiled_values.shape == (4, 3, 1)
+    c = combine(ma, mb, labels=("a", "b"), shared=shared)
+    dc = c.join(da, db)
+    g = newton_fit(c, dc, one_sided=False)
+    plain = profile_scan_2d(c, dc, names, xs, ys, global_fit=g)
+    seeds = c.joined_values(plain.profiled, {k: (p.profiled, p.profiled_values.reshape(-1, 1))
+                                             for k, p in parts.items()})
+    scan = lambda **kw: profile_scan_2d(c, dc, names, xs, ys, global_fit=g, **kw)  # noqa: E731
+    return scan, plain, seeds.reshape(4, 3, 2, -1), parts["a"].nll + parts["b"].nll, c, parts
+
+
+def test_a_combined_scan_from_the_experiments_end_points_equals_the_full_scan():
+    """profile_scan_2d with seeds and a lower bound (nuejax.inference.scan): where the experiments
+    share only the scanned parameters, the sum of their profiles is the combination's, so a fit
+    from their end points settles every point at the bound; a wrong bound settles none, and the
+    points run the full procedure. Each time the scan equals the one without seeds; its end
+    points and counts survive a save."""
+    from nuejax.inference.results import Scan2DResult
+
+    scan, plain, seeds, bound, c, parts = _seeded_scan_case(("s", "m"))
+    for low, want in ((bound, 12), (bound - 1.0, 0)):
+        s2 = scan(seeds=seeds, lower_bound=low)
+        np.testing.assert_allclose(s2.nll, plain.nll, rtol=0, atol=1e-6)
+        assert np.all(s2.converged) and s2.certified == want
+        back = Scan2DResult.from_dict(s2.to_dict())
+        np.testing.assert_array_equal(back.profiled_values, s2.profiled_values)
+        assert back.certified == s2.certified
+    with pytest.raises(ParameterError, match="seeds and lower_bound go together"):
+        scan(seeds=seeds)
+    with pytest.raises(ParameterError, match="seeds must be"):
+        scan(seeds=seeds[0], lower_bound=bound)
+    with pytest.raises(ParameterError, match="no values of"):
+        c.joined_values(plain.profiled, {"a": (parts["a"].profiled, np.zeros((12, 1)))})
+
+
+@pytest.mark.slow
+def test_a_combined_scan_sharing_a_profiled_parameter_runs_the_unsettled_points_in_full():
+    """The background b shared as well: each seed holds one experiment's own b, so the fits from
+    them rarely reach the bound; the points they do not settle run the full procedure, and the
+    scan equals the one without seeds."""
+    scan, plain, seeds, bound, _, _ = _seeded_scan_case(("s", "m", "b"))
+    s2 = scan(seeds=seeds, lower_bound=bound)
+    np.testing.assert_allclose(s2.nll, plain.nll, rtol=0, atol=1e-6)
+    assert np.all(s2.converged) and 0 <= s2.certified < 12

@@ -420,6 +420,10 @@ class Scan2DResult(Saveable):
     best: tuple = (None, None)
     passes: int = 0
     refitted: int = 0
+    #: each point's profiled end point (n_x, n_y, len(profiled)); None in files written before it
+    profiled_values: np.ndarray | None = field(default=None, repr=False)
+    #: points settled by their seeds at a lower bound (:func:`~nuejax.inference.scan.profile_scan_2d`)
+    certified: int = 0
 
     @property
     def delta_chi2(self) -> np.ndarray:
@@ -430,15 +434,21 @@ class Scan2DResult(Saveable):
                 "values_y": json_array(self.values_y), "nll": json_array(self.nll), "nll_min": json_float(self.nll_min),
                 "profiled": list(self.profiled), "converged": np.asarray(self.converged, dtype=bool).tolist(),
                 "seconds": float(self.seconds), "versions": dict(self.versions), "best": [json_float(b) for b in self.best],
-                "passes": int(self.passes), "refitted": int(self.refitted),
+                "passes": int(self.passes), "refitted": int(self.refitted), "certified": int(self.certified),
+                **({} if self.profiled_values is None or not len(self.profiled) else  # a row per point, x-major
+                   {"profiled_values": json_array(np.reshape(self.profiled_values, (-1, len(self.profiled))))}),
                 "convention": f"two-parameter profile Δχ² contours (χ²₂ quantile, Wilks; {DCHI2_90[2]:.3f} at 90 % CL)"}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Scan2DResult":
         _check_schema(d, "Scan2DResult")
-        return cls(tuple(d["names"]), array_from_json(d["values_x"]), array_from_json(d["values_y"]), array_from_json(d["nll"]), num_or_nan(d["nll_min"]),
+        vx, vy = array_from_json(d["values_x"]), array_from_json(d["values_y"])
+        pv = d.get("profiled_values")
+        pv = None if pv is None else array_from_json(pv).reshape(len(vx), len(vy), len(d["profiled"]))
+        return cls(tuple(d["names"]), vx, vy, array_from_json(d["nll"]), num_or_nan(d["nll_min"]),
                    tuple(d["profiled"]), np.asarray(d["converged"], dtype=bool), d["seconds"], dict(d["versions"]),
-                   tuple(d.get("best", (None, None))), int(d.get("passes", 0)), int(d.get("refitted", 0)))
+                   tuple(d.get("best", (None, None))), int(d.get("passes", 0)), int(d.get("refitted", 0)),
+                   pv, int(d.get("certified", 0)))
 
 
 @dataclass(frozen=True)

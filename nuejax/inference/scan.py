@@ -22,6 +22,14 @@ keeps the lower envelope:
 
 ``ScanResult.passes`` says how many passes ran and ``ScanResult.refitted`` how many points a
 neighbour's start lowered.
+
+A point may also come with *seeds* and a *lower bound* of its profile (:func:`profile_points`):
+the profile of a combination of independent experiments that share only scanned or pinned
+parameters and one profiled parameter is at least the sum of the experiments' own profiles there,
+since the minimum of a sum is at least the sum of the minima. A fit from the seeds (the experiments'
+end points) that converges to the bound has found the global minimum of that point, which needs
+neither branch starts nor neighbours; the other points run steps 1 and 2 (``certified`` counts the
+first kind).
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from .problem import FitProblem, Pins
 from .results import FitResult, Scan2DResult, ScanResult
 from .starts import DEFAULT_STARTS
 
-__all__ = ["ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "grid_neighbours", "grid_values",
+__all__ = ["CERTIFY_TOL", "ENVELOPE_PASSES", "MAX_BRANCHES", "SCAN_MAX_ITER", "grid_neighbours", "grid_values",
            "pinned_refits", "prepare_profile_scans", "profile_points", "profile_scan", "profile_scan_2d", "profile_scans",
            "refine_scan", "scan_problem",
            "scans_global_fits"]
@@ -178,14 +186,28 @@ def _branch_starts(wide: FitProblem, s: FitProblem, global_fit: FitResult, point
     return np.stack(starts, axis=1)
 
 
+#: A seeded point is certified where its fit ends within this of its lower bound in −2 ln L (both
+#: sides: a fit below the bound by more means the bound's own fits missed their minima)
+CERTIFY_TOL = 1e-6
+
+
 def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int = SCAN_MAX_ITER,
-                   chunk=None, progress=None, label: str = "scan", groups=None):
+                   chunk=None, progress=None, label: str = "scan", groups=None, seeds=None, lower_bound=None):
     """The profile at ``points`` (n, k) of ``s.fixed_names`` with ``s.names`` profiled, on the
     lower envelope of the branches (module docstring): ``(NewtonResult of numpy arrays, passes,
     refitted)``, ``refitted`` (n,) whether a neighbour's start lowered the point. ``neighbours``
     (n, m): each point's neighbours on the grid (-1: none). ``global_fit``: the fit whose minima
     start every point; or a sequence of fits and ``groups`` (n,), the index of each point's fit
-    (scans at several values of a parameter held fixed: :func:`profile_scans`)."""
+    (scans at several values of a parameter held fixed: :func:`profile_scans`).
+
+    ``seeds`` (n, c ≤ 2, len(s.names)) and ``lower_bound`` (n,): each point is first fitted from its
+    seeds (the lower of the two candidates), and a converged fit within :data:`CERTIFY_TOL` of the
+    point's lower bound of −2 ln L is its global minimum (module docstring); only the other points
+    run the branch starts and the envelope passes, among themselves. Returns ``(NewtonResult,
+    passes, refitted, certified)`` then, ``certified`` (n,) the points settled by their seeds."""
+    if seeds is not None:
+        return _seeded_points(s, points, global_fit, neighbours, seeds, lower_bound, n_iter=n_iter, chunk=chunk,
+                              progress=progress, label=label, groups=groups)
     points = np.asarray(points, dtype=float)
     n = len(points)
     wide = scan_problem(s)
@@ -252,6 +274,52 @@ def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int
     res = res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
                        at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
     return res, passes, refitted
+
+
+def _seeded_points(s: FitProblem, points, global_fit, neighbours, seeds, lower_bound, *, n_iter, chunk, progress,
+                   label, groups):
+    """:func:`profile_points` with ``seeds`` and ``lower_bound`` (its docstring)."""
+    points = np.asarray(points, dtype=float)
+    n = len(points)
+    seeds = np.asarray(seeds, dtype=float)
+    seeds = seeds[:, None] if seeds.ndim == 2 else seeds
+    bound = np.asarray(lower_bound, dtype=float)
+    if seeds.ndim != 3 or seeds.shape[0] != n or seeds.shape[1] > 2 or seeds.shape[2] != len(s.names):
+        raise ValueError(f"seeds must be (n, c <= 2, {len(s.names)}) for {n} points, got shape {seeds.shape}")
+    if bound.shape != (n,):
+        raise ValueError(f"lower_bound must hold one value per point ({n}), got shape {bound.shape}")
+    wide = scan_problem(s)
+    i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
+    i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
+    mask, pinned = s.held_pins(n)
+    mask[:, i_pin] = True
+    pinned[:, i_pin] = points
+    x0 = np.broadcast_to(pinned[:, None, :], seeds.shape[:2] + (len(wide.names),)).copy()
+    x0[:, :, i_fit] = seeds
+    res = solve_rows(wide, x0, Pins(mask, pinned), max_iter=n_iter, chunk=chunk, progress=progress, label=label)
+    res = res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
+                       at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
+    fun = np.asarray(res.fun, dtype=float)
+    certified = np.asarray(res.converged, dtype=bool) & np.isfinite(fun) & (np.abs(fun - bound) <= CERTIFY_TOL)
+    refitted, passes = np.zeros(n, dtype=bool), 0
+    rest = np.nonzero(~certified)[0]
+    if rest.size:
+        # the others as profile_points has them, their neighbours among themselves
+        where = np.full(n, -1)
+        where[rest] = np.arange(rest.size)
+        nb = np.asarray(neighbours)[rest]
+        nb = np.where(nb >= 0, where[np.clip(nb, 0, None)], -1)
+        sub, passes, sub_refitted = profile_points(s, points[rest], global_fit, nb, n_iter=n_iter, chunk=chunk,
+                                                   progress=progress, label=label,
+                                                   groups=None if groups is None else np.asarray(groups)[rest])
+        merged = []
+        for a, b in zip(res, sub):
+            a = np.asarray(a).copy()
+            a[rest] = np.asarray(b)
+            merged.append(a)
+        res = type(res)(*merged)
+        refitted[rest] = sub_refitted
+    return res, passes, refitted, certified
 
 
 def _lowered(res, new, idx) -> tuple:
@@ -579,9 +647,19 @@ def refine_scan(model, data, scan: ScanResult, levels=(1.0,), *, points: int = 4
 
 def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=None, init: Mapping | None = None,
                     aux=None, starts=DEFAULT_STARTS, n_iter: int = SCAN_MAX_ITER, chunk: int | None = None,
-                    progress=None, global_fit: FitResult | None = None) -> Scan2DResult:
+                    progress=None, global_fit: FitResult | None = None, seeds=None,
+                    lower_bound=None) -> Scan2DResult:
     """2-D profile scan on the grid ``values_x`` × ``values_y`` (batched launches), on the lower
-    envelope of −2 ln L's branches as :func:`profile_scan` (four neighbours per point)."""
+    envelope of −2 ln L's branches as :func:`profile_scan` (four neighbours per point). The result
+    keeps each point's profiled end point (``profiled_values``).
+
+    ``seeds`` ((n_x, n_y, c ≤ 2, d) or (n_x, n_y, d), in the order of the result's ``profiled``)
+    and ``lower_bound`` ((n_x, n_y), a lower bound of −2 ln L's profile at each point): the
+    points a fit from their seeds settles at the bound need no other start
+    (:func:`profile_points`; the result's ``certified`` counts them). For a combination of
+    experiments: the seeds from the experiments' own scans
+    (:meth:`~nuejax.model.combine.CombinedModel.joined_values` of their ``profiled_values``), the
+    bound the sum of their −2 ln L (``nll``)."""
     t0 = time.perf_counter()
     names = tuple(names)
     if len(names) != 2 or names[0] == names[1]:
@@ -591,11 +669,28 @@ def profile_scan_2d(model, data, names: tuple, values_x, values_y, *, profile=No
     vx, vy = grid_values(ps, names[0], values_x), grid_values(ps, names[1], values_y)
     grid = jnp.asarray(np.stack(np.meshgrid(vx, vy, indexing="ij"), -1).reshape(-1, 2))
     g = _global(s, (*names, *s.names), global_fit, starts)
-    res, passes, refitted = profile_points(s, np.asarray(grid), g, grid_neighbours((len(vx), len(vy))), n_iter=n_iter,
-                                           chunk=chunk, progress=progress, label=f"scan {names[0]} x {names[1]}")
+    n_x, n_y = len(vx), len(vy)
+    seeded = {}
+    if (seeds is None) != (lower_bound is None):
+        raise ParameterError("profile_scan_2d: seeds and lower_bound go together (a seeded point is settled only by "
+                             "reaching its lower bound)")
+    if seeds is not None:
+        seeds = np.asarray(seeds, dtype=float)
+        if seeds.shape[:2] != (n_x, n_y) or seeds.shape[-1] != len(s.names) or seeds.ndim not in (3, 4):
+            raise ParameterError(f"profile_scan_2d: seeds must be ({n_x}, {n_y}, [c,] {len(s.names)}) (the grid, "
+                                 f"then the profiled {list(s.names)}), got shape {seeds.shape}")
+        bound = np.asarray(lower_bound, dtype=float)
+        if bound.shape != (n_x, n_y):
+            raise ParameterError(f"profile_scan_2d: lower_bound must be ({n_x}, {n_y}), got shape {bound.shape}")
+        seeded = dict(seeds=seeds.reshape((n_x * n_y,) + seeds.shape[2:]), lower_bound=bound.reshape(-1))
+    out = profile_points(s, np.asarray(grid), g, grid_neighbours((n_x, n_y)), n_iter=n_iter, chunk=chunk,
+                         progress=progress, label=f"scan {names[0]} x {names[1]}", **seeded)
+    res, passes, refitted = out[:3]
+    certified = int(np.sum(out[3])) if seeded else 0
     refitted = int(np.sum(refitted))
-    nll = np.asarray(res.fun).reshape(len(vx), len(vy))
-    conv = np.asarray(res.converged).reshape(len(vx), len(vy))
+    nll = np.asarray(res.fun).reshape(n_x, n_y)
+    conv = np.asarray(res.converged).reshape(n_x, n_y)
     lowest = float(np.min(np.where(conv, nll, np.inf)))
     return Scan2DResult(names, vx, vy, nll, min(float(g.fval), lowest), s.names, conv, time.perf_counter() - t0,
-                        best=(float(g.params[names[0]]), float(g.params[names[1]])), passes=passes, refitted=refitted)
+                        best=(float(g.params[names[0]]), float(g.params[names[1]])), passes=passes, refitted=refitted,
+                        profiled_values=np.asarray(res.x, dtype=float).reshape(n_x, n_y, -1), certified=certified)

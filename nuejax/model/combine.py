@@ -215,6 +215,43 @@ class CombinedModel(AbstractModel):
         """The parameters of experiment ``label`` under its own names."""
         return {o: params[c] for o, c in self.maps[self.labels.index(label)] if c in params}
 
+    def joined_values(self, names, parts: dict) -> np.ndarray:
+        """Values of the combination's parameters ``names`` at points, from each experiment's own
+        values there: ``parts`` = {label: (its parameter names, values (n, len(names)))}, one entry
+        per experiment. Returns (n, number of experiments, len(names)): candidate k takes the
+        parameters that several experiments share from experiment k, every other one from the
+        experiment it belongs to; the seeds of a combined profile scan from the experiments' own
+        end points (:func:`~nuejax.inference.scan.profile_scan_2d`).
+
+        Raises:
+            ParameterError: an experiment missing from ``parts``, or a name that no experiment's
+                values give."""
+        names = tuple(names)
+        missing = [lab for lab in self.labels if lab not in parts]
+        if missing:
+            raise ParameterError(f"joined_values: no values of {missing} (one entry per experiment: {list(self.labels)})")
+        own = {}  # label -> {own name: column}
+        n = None
+        for lab in self.labels:
+            p_names, values = parts[lab]
+            values = np.asarray(values, dtype=float)
+            if values.ndim != 2 or values.shape[1] != len(p_names):
+                raise ParameterError(f"joined_values: values of {lab} must be (n, {len(p_names)}), got {values.shape}")
+            if n is not None and values.shape[0] != n:
+                raise ParameterError(f"joined_values: {lab} has {values.shape[0]} points, another part {n}")
+            n = values.shape[0]
+            own[lab] = {v: values[:, j] for j, v in enumerate(p_names)}
+        out = np.empty((n, len(self.labels), len(names)))
+        for i, c in enumerate(names):
+            have = [(k, o) for k, (lab, mp) in enumerate(zip(self.labels, self.maps)) for o, cc in mp
+                    if cc == c and o in own[lab]]
+            if not have:
+                raise ParameterError(f"joined_values: no experiment's values give {c!r}")
+            for k, lab in enumerate(self.labels):
+                src = next(((kk, o) for kk, o in have if kk == k), have[0])
+                out[:, k, i] = own[self.labels[src[0]]][src[1]]
+        return out
+
     def join(self, *data) -> np.ndarray:
         """The combination's flat data from each experiment's data, in the order of the models."""
         if len(data) != len(self.models):
