@@ -27,9 +27,9 @@ A point may also come with *seeds* and a *lower bound* of its profile (:func:`pr
 the profile of a combination of independent experiments that share only scanned or pinned
 parameters and one profiled parameter is at least the sum of the experiments' own profiles there,
 since the minimum of a sum is at least the sum of the minima. A fit from the seeds (the experiments'
-end points) that converges to the bound has found the global minimum of that point, which needs
-neither branch starts nor neighbours; the other points run steps 1 and 2 (``certified`` counts the
-first kind).
+end points) that converges to the bound has found the global minimum of that point (as far as the
+experiments' own profiles are their global minima), which needs neither branch starts nor
+neighbours; the other points run steps 1 and 2 (``certified`` counts the first kind).
 """
 
 from __future__ import annotations
