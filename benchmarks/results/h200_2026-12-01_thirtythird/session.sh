@@ -9,6 +9,8 @@
 # call3: the same toy stage after e0edd1b (toy rows on one device uncommitted), first and warm;
 #        then `nuejax xenonnt` first on an empty folder, reused, and twice with --recompute
 #        (timings/compile_log.py).
+# call4: `nuejax combine` with the combination's ε region seeded from the experiments' end points
+#        (7d63c53): first on an empty folder, reused, twice with --recompute (compile_log.py).
 set -u
 export PYTHONPATH=/tmp/site:$PWD
 [ -d .whl ] && { ls /tmp/site/iminuit >/dev/null 2>&1 || pip install -q --no-deps --target /tmp/site .whl/*.whl 2>/dev/null; }
@@ -52,5 +54,9 @@ import nuejax; print(nuejax.gpu_settings())" > "$OUT/warn_too_late.txt" 2>&1
       probe after
       rm -rf /tmp/c_xenonnt
       r xenonnt first 200; r xenonnt reuse 60; r xenonnt recompute1 90 --recompute; r xenonnt recompute2 90 --recompute ;;
+    call4)
+      rm -rf /tmp/c_combine
+      r combine first 220; r combine reuse 60; r combine recompute1 90 --recompute; r combine recompute2 90 --recompute
+      tar czf "$OUT/combine.tgz" -C "$OUT" $(cd "$OUT" && ls combine_*) && rm -f "$OUT"/combine_* ;;
   esac
 done
