@@ -416,11 +416,12 @@ def test_combine_stages_beside_end_before_an_error_leaves(tmp_path, monkeypatch)
 
 
 def _seeded_scan_case(shared):
-    """Two line models (one at twice the exposure) combined with ``shared``, their own 2-D scans of
-    (s, m), the combination's global fit, plain scan, seeds and lower bound."""
+    """Two line experiments (the same model, two data sets: one compiled fit program for both)
+    combined with ``shared``, their own 2-D scans of (s, m), the combination's global fit, plain
+    scan, seeds and lower bound."""
     from nuejax.inference import newton_fit, profile_scan_2d
 
-    ma, mb = line_model(1.0), line_model(2.0)
+    ma = mb = line_model(1.0)
     da = np.asarray(ma.pseudo_data(jax.random.PRNGKey(1), ma.parameters.defaults()))
     db = np.asarray(mb.pseudo_data(jax.random.PRNGKey(2), mb.parameters.defaults()))
     xs, ys = np.linspace(10.0, 60.0, 4), np.linspace(3.0, 5.0, 3)
