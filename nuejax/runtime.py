@@ -98,7 +98,7 @@ _warned = False
 #: set where :func:`gpu_settings` found JAX started on a GPU without its flags: the environment
 #: holds them now, but this process does not run with them
 _too_late = False
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # not a sibling folder named nuejax_*
 
 
 def _stacklevel() -> int:
