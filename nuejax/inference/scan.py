@@ -210,19 +210,7 @@ def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int
                               progress=progress, label=label, groups=groups)
     points = np.asarray(points, dtype=float)
     n = len(points)
-    wide = scan_problem(s)
-    i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
-    i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
-    mask, pinned = s.held_pins(n)
-    mask[:, i_pin] = True
-    pinned[:, i_pin] = points
-
-    def widen(x):  # starts (n, ..., d) of the profiled parameters -> (n, ..., D), pinned at the points
-        out = np.broadcast_to(pinned.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,)),
-                              np.shape(x)[:-1] + (len(wide.names),)).copy()
-        out[..., i_fit] = x
-        out[..., i_pin] = points.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,))
-        return out
+    wide, i_fit, mask, pinned, widen = _point_rows(s, points)
 
     fits, groups = ([global_fit], np.zeros(n, dtype=int)) if groups is None else (list(global_fit), np.asarray(groups))
     per_fit = [_branch_starts(wide, s, f, points[groups == j]) for j, f in enumerate(fits)]
@@ -270,10 +258,36 @@ def profile_points(s: FitProblem, points, global_fit, neighbours, *, n_iter: int
             break
         refitted |= better
         changed = better
-    # back to the profiled parameters alone
-    res = res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
-                       at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
-    return res, passes, refitted
+    return _profiled_only(res, i_fit), passes, refitted
+
+
+def _point_rows(s: FitProblem, points) -> tuple:
+    """The rows of ``s``'s profile at ``points`` (n, k): the scan's problem (:func:`scan_problem`),
+    the profiled coordinates' indices in it, the pins (mask and values: the held coordinates, and
+    ``s.fixed_names`` at the points) and ``widen``, which turns starts (n, ..., d) of the profiled
+    parameters into rows (n, ..., D) pinned at the points."""
+    n = len(points)
+    wide = scan_problem(s)
+    i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
+    i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
+    mask, pinned = s.held_pins(n)
+    mask[:, i_pin] = True
+    pinned[:, i_pin] = points
+
+    def widen(x):
+        out = np.broadcast_to(pinned.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,)),
+                              np.shape(x)[:-1] + (len(wide.names),)).copy()
+        out[..., i_fit] = x
+        out[..., i_pin] = points.reshape((n,) + (1,) * (np.ndim(x) - 2) + (-1,))
+        return out
+
+    return wide, i_fit, mask, pinned, widen
+
+
+def _profiled_only(res, i_fit):
+    """``res`` (rows of the scan's problem) back to the profiled parameters alone."""
+    return res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
+                        at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
 
 
 def _seeded_points(s: FitProblem, points, global_fit, neighbours, seeds, lower_bound, *, n_iter, chunk, progress,
@@ -288,17 +302,9 @@ def _seeded_points(s: FitProblem, points, global_fit, neighbours, seeds, lower_b
         raise ValueError(f"seeds must be (n, c <= 2, {len(s.names)}) for {n} points, got shape {seeds.shape}")
     if bound.shape != (n,):
         raise ValueError(f"lower_bound must hold one value per point ({n}), got shape {bound.shape}")
-    wide = scan_problem(s)
-    i_fit = np.array([wide.names.index(v) for v in s.names], dtype=int)
-    i_pin = np.array([wide.names.index(v) for v in s.fixed_names], dtype=int)
-    mask, pinned = s.held_pins(n)
-    mask[:, i_pin] = True
-    pinned[:, i_pin] = points
-    x0 = np.broadcast_to(pinned[:, None, :], seeds.shape[:2] + (len(wide.names),)).copy()
-    x0[:, :, i_fit] = seeds
-    res = solve_rows(wide, x0, Pins(mask, pinned), max_iter=n_iter, chunk=chunk, progress=progress, label=label)
-    res = res._replace(x=res.x[:, i_fit], grad=res.grad[:, i_fit], hess=res.hess[:, i_fit][:, :, i_fit],
-                       at_lower=res.at_lower[:, i_fit], at_upper=res.at_upper[:, i_fit])
+    wide, i_fit, mask, pinned, widen = _point_rows(s, points)
+    res = _profiled_only(solve_rows(wide, widen(seeds), Pins(mask, pinned), max_iter=n_iter, chunk=chunk,
+                                    progress=progress, label=label), i_fit)
     fun = np.asarray(res.fun, dtype=float)
     certified = np.asarray(res.converged, dtype=bool) & np.isfinite(fun) & (np.abs(fun - bound) <= CERTIFY_TOL)
     refitted, passes = np.zeros(n, dtype=bool), 0
